@@ -1,0 +1,59 @@
+"""graphmem: governed, graph-backed memory for LLM agents.
+
+Typed records (working, episodic, semantic, procedural) in a graph whose
+lineage, supersession, invalidation and scope edges are checked before any
+similarity ranking. Start with ``MemoryStore.embedded()``.
+"""
+
+from graphmem.errors import (
+    BackendUnavailable,
+    ConflictError,
+    ContractViolation,
+    GraphmemError,
+    LineageError,
+    NotFound,
+)
+from graphmem.model import (
+    AuditEvent,
+    Decision,
+    DropReason,
+    ForgetMode,
+    Kind,
+    MemoryRecord,
+    Outcome,
+    ReadContext,
+    Receipt,
+    Selection,
+    Sensitivity,
+    Source,
+    Status,
+    Trust,
+)
+from graphmem.store import MemoryStore
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AuditEvent",
+    "BackendUnavailable",
+    "ConflictError",
+    "ContractViolation",
+    "Decision",
+    "DropReason",
+    "ForgetMode",
+    "GraphmemError",
+    "Kind",
+    "LineageError",
+    "MemoryRecord",
+    "MemoryStore",
+    "NotFound",
+    "Outcome",
+    "ReadContext",
+    "Receipt",
+    "Selection",
+    "Sensitivity",
+    "Source",
+    "Status",
+    "Trust",
+    "__version__",
+]

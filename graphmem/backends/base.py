@@ -1,0 +1,91 @@
+"""The primitive operations every backend implements; the store composes them.
+
+Writes are batches of ``Op`` values applied all-or-nothing. Reads return
+records and the graph facts the gate needs; the gate itself lives in
+``graphmem.gate`` and runs in the store (or, for speed, in the database).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Annotated, Literal, Protocol, Union
+
+from pydantic import Field
+
+from graphmem.gate import Candidate
+from graphmem.model import AuditEvent, GraphmemModel, MemoryRecord, ReadContext
+
+__all__ = [
+    "AppendAudit",
+    "Backend",
+    "Op",
+    "PutRecord",
+    "RelateScopes",
+    "ScopeWithin",
+]
+
+
+class PutRecord(GraphmemModel):
+    """Create or replace a record node with its APPLIES_TO, CITES and DERIVED_FROM edges."""
+
+    op: Literal["put_record"] = "put_record"
+    record: MemoryRecord
+
+
+class ScopeWithin(GraphmemModel):
+    op: Literal["scope_within"] = "scope_within"
+    tenant: str
+    child: str
+    parent: str
+
+
+class RelateScopes(GraphmemModel):
+    op: Literal["relate_scopes"] = "relate_scopes"
+    tenant: str
+    a: str
+    rel_type: str
+    b: str
+
+
+class AppendAudit(GraphmemModel):
+    op: Literal["append_audit"] = "append_audit"
+    event: AuditEvent
+
+
+Op = Annotated[
+    Union[PutRecord, ScopeWithin, RelateScopes, AppendAudit],  # noqa: UP007 - discriminated union
+    Field(discriminator="op"),
+]
+
+
+class Backend(Protocol):
+    """Graph I/O for one store. Implementations: embedded (networkx) and Neo4j."""
+
+    def apply(self, ops: Sequence[Op]) -> None:
+        """Apply every op or none of them."""
+        ...
+
+    def get(self, tenant: str, record_id: str) -> MemoryRecord | None: ...
+
+    def existing_ids(self, tenant: str, record_ids: Sequence[str]) -> set[str]: ...
+
+    def scope_ancestors(self, tenant: str, scopes: Sequence[str]) -> set[str]:
+        """The given scopes plus every scope they are transitively WITHIN."""
+        ...
+
+    def scope_parents(self, tenant: str, scope: str) -> set[str]: ...
+
+    def candidates(self, ctx: ReadContext) -> list[Candidate]:
+        """Every record of ``ctx.tenant`` with an APPLIES_TO path into the context's scopes."""
+        ...
+
+    def candidate(self, ctx: ReadContext, record_id: str) -> Candidate | None:
+        """One record of ``ctx.tenant`` with its graph facts, wherever it applies."""
+        ...
+
+    def all_records(self, tenant: str) -> list[MemoryRecord]: ...
+
+    def audit(self, tenant: str, record_id: str | None, since: datetime | None) -> list[AuditEvent]: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,214 @@
+"""The embedded backend: a networkx graph in process, optionally persisted.
+
+Nodes are keyed ``("m", tenant, id)`` for memories, ``("s", tenant, key)`` for
+scopes and ``("src", tenant, id)`` for sources, so no edge can cross tenants
+without naming both tenants. Audit events live in an append-only list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+from pydantic import TypeAdapter
+
+from graphmem.backends.base import AppendAudit, Op, PutRecord, RelateScopes, ScopeWithin
+from graphmem.backends.journal import Journal
+from graphmem.gate import Candidate
+from graphmem.model import AuditEvent, MemoryRecord, ReadContext, Source, scope_type
+
+__all__ = ["EmbeddedBackend"]
+
+_OPS: TypeAdapter[list[Op]] = TypeAdapter(list[Op])
+_COMPACT_BYTES = 64 * 1024 * 1024
+
+Node = tuple[str, str, str]
+
+
+def _mem(tenant: str, record_id: str) -> Node:
+    return ("m", tenant, record_id)
+
+
+def _scope(tenant: str, key: str) -> Node:
+    return ("s", tenant, key)
+
+
+def _src(tenant: str, source_id: str) -> Node:
+    return ("src", tenant, source_id)
+
+
+class EmbeddedBackend:
+    """In-process graph; with ``directory`` set, every batch is journalled before it is applied."""
+
+    def __init__(self, directory: str | Path | None = None) -> None:
+        self.graph: nx.MultiDiGraph[Node] = nx.MultiDiGraph()
+        self._audit: dict[str, list[AuditEvent]] = {}
+        self._journal: Journal | None = None
+        if directory is not None:
+            self._journal = Journal(Path(directory))
+            snapshot, batches = self._journal.open()
+            if snapshot is not None:
+                self._apply(_OPS.validate_python(snapshot["ops"]))
+            for batch in batches:
+                self._apply(_OPS.validate_python(batch["ops"]))
+
+    # -- writes -----------------------------------------------------------
+
+    def apply(self, ops: Sequence[Op]) -> None:
+        if self._journal is not None:
+            payload = {"ops": _OPS.dump_python(list(ops), mode="json")}
+            self._journal.append(payload)
+        self._apply(ops)
+        if self._journal is not None and self._journal.journal_bytes > _COMPACT_BYTES:
+            self.compact()
+
+    def compact(self) -> None:
+        """Rewrite the store's files as one snapshot of the current state."""
+        if self._journal is not None:
+            self._journal.compact({"ops": _OPS.dump_python(self._state_ops(), mode="json")})
+
+    def _apply(self, ops: Sequence[Op]) -> None:
+        for op in ops:
+            if isinstance(op, PutRecord):
+                self._put_record(op.record)
+            elif isinstance(op, ScopeWithin):
+                self._edge(_scope(op.tenant, op.child), _scope(op.tenant, op.parent), "WITHIN", {})
+            elif isinstance(op, RelateScopes):
+                attrs = {"type": op.rel_type}
+                self._edge(_scope(op.tenant, op.a), _scope(op.tenant, op.b), "RELATED", attrs)
+            elif isinstance(op, AppendAudit):
+                self._audit.setdefault(op.event.tenant, []).append(op.event)
+
+    def _node(self, node: Node) -> None:
+        if node not in self.graph:
+            self.graph.add_node(node)
+
+    def _edge(self, a: Node, b: Node, label: str, attrs: dict[str, Any]) -> None:
+        self._node(a)
+        self._node(b)
+        key = label if label != "RELATED" else f"RELATED:{attrs['type']}"
+        self.graph.add_edge(a, b, key=key, label=label, **attrs)
+
+    def _put_record(self, record: MemoryRecord) -> None:
+        node = _mem(record.tenant, record.id)
+        if node in self.graph:
+            old: MemoryRecord = self.graph.nodes[node]["record"]
+            if old.scope != record.scope:
+                self.graph.remove_edge(node, _scope(record.tenant, old.scope), key="APPLIES_TO")
+        self._node(node)
+        self.graph.nodes[node]["record"] = record
+        self._edge(node, _scope(record.tenant, record.scope), "APPLIES_TO", {})
+        for source in record.sources:
+            src = _src(record.tenant, source.id)
+            self._node(src)
+            self.graph.nodes[src]["source"] = source
+            self._edge(node, src, "CITES", {})
+        for parent in record.derived_from:
+            self._edge(node, _mem(record.tenant, parent), "DERIVED_FROM", {})
+
+    def _state_ops(self) -> list[Op]:
+        ops: list[Op] = []
+        for node, data in self.graph.nodes(data=True):
+            if node[0] == "m":
+                ops.append(PutRecord(record=data["record"]))
+        for a, b, data in self.graph.edges(data=True):
+            if a[0] == "s" and data["label"] == "WITHIN":
+                ops.append(ScopeWithin(tenant=a[1], child=a[2], parent=b[2]))
+            elif a[0] == "s" and data["label"] == "RELATED":
+                ops.append(RelateScopes(tenant=a[1], a=a[2], rel_type=data["type"], b=b[2]))
+        for events in self._audit.values():
+            ops.extend(AppendAudit(event=e) for e in events)
+        return ops
+
+    # -- reads ------------------------------------------------------------
+
+    def get(self, tenant: str, record_id: str) -> MemoryRecord | None:
+        data = self.graph.nodes.get(_mem(tenant, record_id))
+        return None if data is None or "record" not in data else data["record"]
+
+    def existing_ids(self, tenant: str, record_ids: Sequence[str]) -> set[str]:
+        return {i for i in record_ids if self.get(tenant, i) is not None}
+
+    def source(self, tenant: str, source_id: str) -> Source | None:
+        data = self.graph.nodes.get(_src(tenant, source_id))
+        return None if data is None else data.get("source")
+
+    def scope_parents(self, tenant: str, scope: str) -> set[str]:
+        node = _scope(tenant, scope)
+        if node not in self.graph:
+            return set()
+        return {b[2] for _, b, label in self.graph.out_edges(node, data="label") if label == "WITHIN"}
+
+    def scope_ancestors(self, tenant: str, scopes: Sequence[str]) -> set[str]:
+        seen = set(scopes)
+        stack = list(scopes)
+        while stack:
+            for parent in self.scope_parents(tenant, stack.pop()):
+                if parent not in seen:
+                    seen.add(parent)
+                    stack.append(parent)
+        return seen
+
+    def _matching_scopes(self, ctx: ReadContext) -> tuple[set[str], set[str]]:
+        """(every scope reachable upward from the context, the subset a record may apply to)."""
+        reachable = self.scope_ancestors(ctx.tenant, ctx.entry_scopes)
+        run = ctx.run_scope
+        matching = {s for s in reachable if scope_type(s) != "run" or s == run}
+        return reachable, matching
+
+    def _candidate(self, node: Node, record: MemoryRecord, matching: set[str]) -> Candidate:
+        superseded_at: datetime | None = None
+        invalidated_at: datetime | None = None
+        for _, edges in self.graph.pred[node].items():
+            for attrs in edges.values():
+                if attrs["label"] == "SUPERSEDES":
+                    at = attrs["at"]
+                    superseded_at = at if superseded_at is None else min(superseded_at, at)
+        for _, edges in self.graph.succ[node].items():
+            for attrs in edges.values():
+                if attrs["label"] == "INVALIDATED_BY":
+                    at = attrs["at"]
+                    invalidated_at = at if invalidated_at is None else min(invalidated_at, at)
+        return Candidate(record, superseded_at, invalidated_at, record.scope in matching, record.fingerprint)
+
+    def candidates(self, ctx: ReadContext) -> list[Candidate]:
+        reachable, matching = self._matching_scopes(ctx)
+        out: list[Candidate] = []
+        for scope in reachable:
+            snode = _scope(ctx.tenant, scope)
+            if snode not in self.graph:
+                continue
+            for node, edges in self.graph.pred[snode].items():
+                if node[0] == "m" and "APPLIES_TO" in edges:
+                    out.append(self._candidate(node, self.graph.nodes[node]["record"], matching))
+        return out
+
+    def candidate(self, ctx: ReadContext, record_id: str) -> Candidate | None:
+        node = _mem(ctx.tenant, record_id)
+        record = self.get(ctx.tenant, record_id)
+        if record is None:
+            return None
+        _, matching = self._matching_scopes(ctx)
+        return self._candidate(node, record, matching)
+
+    def all_records(self, tenant: str) -> list[MemoryRecord]:
+        return [
+            data["record"]
+            for node, data in self.graph.nodes(data=True)
+            if node[0] == "m" and node[1] == tenant and "record" in data
+        ]
+
+    def audit(self, tenant: str, record_id: str | None, since: datetime | None) -> list[AuditEvent]:
+        return [
+            e
+            for e in self._audit.get(tenant, [])
+            if (record_id is None or record_id in e.record_ids) and (since is None or e.at >= since)
+        ]
+
+    def close(self) -> None:
+        if self._journal is not None:
+            self._journal.close()
+            self._journal = None

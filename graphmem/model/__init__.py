@@ -1,0 +1,29 @@
+"""graphmem's values: pydantic v2 models, no I/O and no dependency on the rest of graphmem."""
+
+from graphmem.model.audit import AuditEvent
+from graphmem.model.base import GraphmemModel, scope_type, utcnow
+from graphmem.model.enums import DropReason, ForgetMode, Kind, Outcome, Sensitivity, Status, Trust
+from graphmem.model.read import Decision, ReadContext, Receipt, Selection
+from graphmem.model.records import MemoryRecord, Source, content_hash, new_id
+
+__all__ = [
+    "AuditEvent",
+    "Decision",
+    "DropReason",
+    "ForgetMode",
+    "GraphmemModel",
+    "Kind",
+    "MemoryRecord",
+    "Outcome",
+    "ReadContext",
+    "Receipt",
+    "Selection",
+    "Sensitivity",
+    "Source",
+    "Status",
+    "Trust",
+    "content_hash",
+    "new_id",
+    "scope_type",
+    "utcnow",
+]

@@ -1,0 +1,132 @@
+"""The pydantic base every graphmem value derives from, and shared field types."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Annotated, Any, Self
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
+from pydantic_core import PydanticCustomError
+
+from graphmem.errors import ContractViolation
+
+__all__ = [
+    "AwareDatetime",
+    "GraphmemModel",
+    "Identifier",
+    "ScopeKey",
+    "Tenant",
+    "scope_type",
+    "utcnow",
+]
+
+_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+-]{0,127}")
+_TENANT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+_SCOPE_RE = re.compile(r"([a-z][a-z0-9_-]{0,31}):([A-Za-z0-9][A-Za-z0-9._@/+-]{0,199})")
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware, in UTC."""
+    return datetime.now(UTC)
+
+
+def _aware(value: datetime) -> datetime:
+    if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
+        raise PydanticCustomError(
+            "naive_datetime",
+            "timestamps must be timezone-aware; pass e.g. datetime(..., tzinfo=UTC)",
+        )
+    # One canonical form: UTC, microsecond precision, so round-trips are exact.
+    return value.astimezone(UTC)
+
+
+def _identifier(value: str) -> str:
+    if not _ID_RE.fullmatch(value):
+        raise PydanticCustomError(
+            "invalid_id",
+            "ids are 1-128 characters: letters, digits and . _ : @ + -, "
+            "starting with a letter or digit (got '{value}')",
+            {"value": value[:80]},
+        )
+    return value
+
+
+def _tenant(value: str) -> str:
+    if not value:
+        raise PydanticCustomError(
+            "missing_tenant",
+            "a tenant is required; graphmem never reads or writes 'all tenants'",
+        )
+    if not _TENANT_RE.fullmatch(value):
+        raise PydanticCustomError(
+            "invalid_tenant",
+            "tenants are 1-64 characters: letters, digits and . _ - (got '{value}')",
+            {"value": value[:80]},
+        )
+    return value
+
+
+def _scope(value: str) -> str:
+    if not _SCOPE_RE.fullmatch(value):
+        raise PydanticCustomError(
+            "invalid_scope",
+            "scopes are written 'type:name', e.g. 'workspace:repo-1' or 'run:r-42' "
+            "(lower-case type; name of letters, digits and . _ @ / + -) (got '{value}')",
+            {"value": value[:80]},
+        )
+    return value
+
+
+def scope_type(scope: str) -> str:
+    """The type part of a ``type:name`` scope key."""
+    return scope.split(":", 1)[0]
+
+
+AwareDatetime = Annotated[datetime, AfterValidator(_aware)]
+Identifier = Annotated[str, AfterValidator(_identifier)]
+Tenant = Annotated[str, AfterValidator(_tenant)]
+ScopeKey = Annotated[str, AfterValidator(_scope)]
+
+
+def _as_contract_violation(err: ValidationError, model: str) -> ContractViolation:
+    problems = err.errors(include_url=False)
+    first = problems[0]
+    custom = first["type"] in {
+        "naive_datetime",
+        "invalid_id",
+        "missing_tenant",
+        "invalid_tenant",
+        "invalid_scope",
+    }
+    code = first["type"] if custom else f"invalid_{model.lower()}"
+    if first["type"] == "missing" and first["loc"] == ("tenant",):
+        code = "missing_tenant"
+    details = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or model}: {e['msg']}" for e in problems)
+    return ContractViolation(f"{model} is invalid: {details}", code=code)
+
+
+class GraphmemModel(BaseModel):
+    """Strict base: unknown fields are rejected; errors become ``ContractViolation``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+    def __init__(self, /, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as err:
+            raise _as_contract_violation(err, type(self).__name__) from None
+
+    @classmethod
+    def model_validate(cls, obj: Any, *args: Any, **kwargs: Any) -> Self:
+        try:
+            return super().model_validate(obj, *args, **kwargs)
+        except ValidationError as err:
+            raise _as_contract_violation(err, cls.__name__) from None
+
+    @classmethod
+    def model_validate_json(cls, json_data: str | bytes | bytearray, *args: Any, **kwargs: Any) -> Self:
+        try:
+            return super().model_validate_json(json_data, *args, **kwargs)
+        except ValidationError as err:
+            raise _as_contract_violation(err, cls.__name__) from None

@@ -1,0 +1,96 @@
+"""What a read declares, and what it returns: decisions, receipts, selections."""
+
+from __future__ import annotations
+
+from pydantic import Field, field_validator, model_validator
+
+from graphmem.model.base import AwareDatetime, GraphmemModel, Identifier, ScopeKey, Tenant, utcnow
+from graphmem.model.enums import DropReason, Kind, Sensitivity
+from graphmem.model.records import MemoryRecord
+
+__all__ = ["Decision", "ReadContext", "Receipt", "Selection"]
+
+
+class ReadContext(GraphmemModel):
+    """Who is asking, for what, as of when. Every recall is gated against it."""
+
+    tenant: Tenant
+    policy: str = Field(default="default", min_length=1, max_length=64)
+    scopes: tuple[ScopeKey, ...] = ()
+    now: AwareDatetime = Field(default_factory=utcnow)
+    run_id: Identifier | None = None
+    kinds: tuple[Kind, ...] = tuple(Kind)
+    environment: tuple[str, ...] = ()
+    clearance: Sensitivity = Sensitivity.INTERNAL
+    limit: int = Field(default=10, ge=1, le=10_000)
+    min_score: float = Field(default=0.0, ge=0.0)
+
+    @field_validator("kinds", mode="after")
+    @classmethod
+    def _kinds_canonical(cls, value: tuple[Kind, ...]) -> tuple[Kind, ...]:
+        if not value:
+            raise ValueError("ask for at least one kind")
+        return tuple(sorted(set(value), key=list(Kind).index))
+
+    @field_validator("environment", "scopes", mode="after")
+    @classmethod
+    def _set_canonical(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(sorted(set(value)))
+
+    @model_validator(mode="after")
+    def _some_scope(self) -> ReadContext:
+        if not self.scopes and self.run_id is None:
+            raise ValueError("a read needs at least one scope or a run_id")
+        return self
+
+    @property
+    def run_scope(self) -> str | None:
+        return None if self.run_id is None else f"run:{self.run_id}"
+
+    @property
+    def entry_scopes(self) -> tuple[str, ...]:
+        """The scopes a scope traversal starts from: the context's scopes plus its run."""
+        run = self.run_scope
+        return self.scopes if run is None or run in self.scopes else (*self.scopes, run)
+
+
+class Decision(GraphmemModel):
+    """The gate's verdict on one candidate."""
+
+    record_id: str
+    selected: bool
+    reason: DropReason | None = None
+    score: float | None = None
+
+
+class Receipt(GraphmemModel):
+    """SHA-256 digests that pin down exactly what a recall saw and chose."""
+
+    selector_version: str
+    query: str
+    query_embedding: tuple[float, ...] | None = None
+    context_digest: str
+    candidates_digest: str
+    selection_digest: str
+    decisions_digest: str
+    selected_ids: tuple[str, ...]
+    digest: str
+
+
+class Selection(GraphmemModel):
+    """What a recall returns: the chosen records, decisions and the receipt."""
+
+    records: tuple[MemoryRecord, ...]
+    decisions: tuple[Decision, ...]
+    receipt: Receipt
+
+    @property
+    def ids(self) -> list[str]:
+        return [r.id for r in self.records]
+
+    def reason_for(self, record_id: str) -> DropReason | None:
+        """The drop reason recorded for ``record_id`` (needs ``explain=True`` for dropped ones)."""
+        for decision in self.decisions:
+            if decision.record_id == record_id:
+                return decision.reason
+        raise KeyError(record_id)

@@ -1,0 +1,90 @@
+"""Memory records and the sources they cite."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+import uuid
+from functools import cached_property
+
+from pydantic import Field, field_validator
+
+from graphmem.model.base import AwareDatetime, GraphmemModel, Identifier, ScopeKey, Tenant, utcnow
+from graphmem.model.canonical import canonical_json, sha256
+from graphmem.model.enums import Kind, Outcome, Sensitivity, Status, Trust
+
+__all__ = ["MemoryRecord", "Source", "content_hash", "new_id"]
+
+_WS = re.compile(r"\s+")
+
+
+def new_id(prefix: str = "mem") -> str:
+    """A fresh random id, e.g. ``mem-3f2a…``."""
+    return f"{prefix}-{uuid.uuid4().hex}"
+
+
+def content_hash(content: str) -> str:
+    """SHA-256 of the normalised content (NFKC, case-folded, whitespace collapsed)."""
+    normal = _WS.sub(" ", unicodedata.normalize("NFKC", content).casefold()).strip()
+    return hashlib.sha256(normal.encode("utf-8")).hexdigest()
+
+
+class Source(GraphmemModel):
+    """Evidence a record cites: a message, document, tool receipt, test, approval."""
+
+    id: Identifier = Field(default_factory=lambda: new_id("src"))
+    type: str = Field(default="message", min_length=1, max_length=64)
+    trust: Trust = Trust.UNTRUSTED
+    locator: str | None = Field(default=None, max_length=2048)
+    quote: str | None = Field(default=None, max_length=20_000)
+    digest: str | None = Field(default=None, max_length=128)
+
+
+class MemoryRecord(GraphmemModel):
+    """One typed memory. Kind contracts are enforced when it is written (``graphmem.contracts``)."""
+
+    id: Identifier = Field(default_factory=new_id)
+    tenant: Tenant
+    kind: Kind
+    scope: ScopeKey
+    content: str = Field(max_length=100_000)
+    created_at: AwareDatetime = Field(default_factory=utcnow)
+    event_time: AwareDatetime | None = None
+    valid_from: AwareDatetime | None = None
+    valid_to: AwareDatetime | None = None
+    expires_at: AwareDatetime | None = None
+    outcome: str | None = Field(default=None, max_length=128)
+    sources: tuple[Source, ...] = ()
+    derived_from: tuple[Identifier, ...] = ()
+    status: Status = Status.ACTIVE
+    policy: str = Field(default="default", min_length=1, max_length=64)
+    sensitivity: Sensitivity = Sensitivity.INTERNAL
+    confidence: float = Field(default=1.0, ge=0.0, le=1.0)
+    writer: str | None = Field(default=None, max_length=128)
+    procedure_name: str | None = Field(default=None, max_length=128)
+    procedure_version: str | None = Field(default=None, max_length=64)
+    preconditions: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    embedding: tuple[float, ...] | None = None
+
+    @field_validator("outcome")
+    @classmethod
+    def _outcome_not_blank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("outcome must be 'verified-success', 'failure', 'unknown' or a failure label")
+        return value
+
+    @property
+    def content_hash(self) -> str:
+        return content_hash(self.content)
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """Digest of every field: any change to the record changes it (receipts use it)."""
+        return sha256(canonical_json(self.model_dump(mode="json")))
+
+    @property
+    def succeeded(self) -> bool:
+        """True only for a verified success; unknown and failure labels are not."""
+        return self.outcome == Outcome.VERIFIED_SUCCESS

@@ -1,0 +1,95 @@
+"""Ranking of gate survivors: BM25 over content, fused with cosine similarity.
+
+Scores are computed over the survivors only, so a record's rank never depends
+on records the gate dropped. Pure and deterministic: the same survivors and
+query give the same scores in any order, on any backend.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+from graphmem.model import MemoryRecord
+
+__all__ = ["SELECTOR_VERSION", "Ranked", "cosine", "rank", "term_counts", "tokenize"]
+
+SELECTOR_VERSION = "graphmem-gate-bm25-cosine/1"
+
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+_STOPWORDS = frozenset(
+    "a an and are as at be by for from has have how i in is it its of on or that the this "
+    "to was were what when where which who why will with do does did we you our".split()
+)
+_K1 = 1.2
+_B = 0.75
+_LEXICAL_WEIGHT = 0.5
+_DIGITS = 9
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-cased word tokens without common stop words."""
+    return [t for t in _TOKEN.findall(text.casefold()) if t not in _STOPWORDS]
+
+
+def term_counts(text: str) -> tuple[Counter[str], int]:
+    tokens = tokenize(text)
+    return Counter(tokens), len(tokens)
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    if len(a) != len(b):
+        return 0.0
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return 0.0 if norm == 0.0 else dot / norm
+
+
+Ranked = tuple[MemoryRecord, float]
+
+
+def _recency(record: MemoryRecord) -> datetime:
+    return record.valid_from or record.event_time or record.created_at
+
+
+def rank(
+    survivors: Iterable[tuple[MemoryRecord, Counter[str], int]],
+    query: str,
+    query_embedding: Sequence[float] | None = None,
+) -> list[Ranked]:
+    """Score and order survivors: best first, ties newer first, then by id.
+
+    ``survivors`` carries each record's term counts and length (backends cache
+    them). The lexical score is BM25 normalised by the best survivor's, so it
+    lies in [0, 1]; when the query and a record both carry embeddings, the
+    score is an even blend with cosine similarity mapped to [0, 1].
+    """
+    docs = list(survivors)
+    terms = list(dict.fromkeys(tokenize(query)))
+    n = len(docs)
+    raw: list[float] = [0.0] * n
+    if terms and n:
+        avg_len = sum(length for _, _, length in docs) / n or 1.0
+        df = {t: sum(1 for _, counts, _ in docs if t in counts) for t in terms}
+        idf = {t: math.log(1.0 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in terms}
+        for i, (_, counts, length) in enumerate(docs):
+            score = 0.0
+            norm = _K1 * (1.0 - _B + _B * length / avg_len)
+            for t in terms:
+                tf = counts.get(t, 0)
+                if tf:
+                    score += idf[t] * tf * (_K1 + 1.0) / (tf + norm)
+            raw[i] = score
+    best = max(raw, default=0.0)
+    ranked: list[Ranked] = []
+    for (record, _, _), lexical in zip(docs, raw, strict=True):
+        score = lexical / best if best > 0.0 else 0.0
+        if query_embedding is not None and record.embedding is not None:
+            similarity = (cosine(query_embedding, record.embedding) + 1.0) / 2.0
+            score = _LEXICAL_WEIGHT * score + (1.0 - _LEXICAL_WEIGHT) * similarity
+        ranked.append((record, round(score, _DIGITS)))
+    ranked.sort(key=lambda item: (-item[1], -_recency(item[0]).timestamp(), item[0].id))
+    return ranked

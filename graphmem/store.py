@@ -1,0 +1,298 @@
+"""``MemoryStore``: the one public facade over every backend.
+
+It enforces contracts and invariants before anything is written, composes
+writes into all-or-nothing batches, runs the gate before ranking, and builds
+receipts. Backends only move graph data.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from functools import lru_cache
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+from urllib.parse import unquote, urlparse
+
+from graphmem.backends.base import AppendAudit, Backend, Op, PutRecord, RelateScopes, ScopeWithin
+from graphmem.contracts import check_record
+from graphmem.errors import ConflictError, ContractViolation, LineageError, NotFound
+from graphmem.gate import Candidate, drop_reason
+from graphmem.model import (
+    AuditEvent,
+    Decision,
+    DropReason,
+    GraphmemModel,
+    MemoryRecord,
+    ReadContext,
+    Receipt,
+    Selection,
+    utcnow,
+)
+from graphmem.model.base import ScopeKey, Tenant
+from graphmem.ranking import SELECTOR_VERSION, rank, term_counts
+from graphmem.receipts import build_receipt, receipt_is_consistent
+
+__all__ = ["MemoryStore"]
+
+_REL_TYPE = re.compile(r"[A-Z][A-Z0-9_]{0,31}")
+Clock = Callable[[], datetime]
+
+
+@lru_cache(maxsize=262_144)
+def _cached_terms(content: str) -> tuple[Counter[str], int]:
+    return term_counts(content)
+
+
+class _TenantArg(GraphmemModel):
+    tenant: Tenant
+
+
+class _ScopeArg(GraphmemModel):
+    scope: ScopeKey
+
+
+def _check_tenant(tenant: str) -> str:
+    return str(_TenantArg(tenant=tenant).tenant)
+
+
+def _check_scope(scope: str) -> str:
+    return str(_ScopeArg(scope=scope).scope)
+
+
+class MemoryStore:
+    """Typed, governed memory. Open with ``embedded()``, ``neo4j()`` or ``open(uri)``."""
+
+    def __init__(self, backend: Backend, *, clock: Clock = utcnow) -> None:
+        self.backend = backend
+        self.clock = clock
+
+    # -- opening and closing ----------------------------------------------
+
+    @classmethod
+    def embedded(cls, path: str | Path | None = None, *, clock: Clock = utcnow) -> MemoryStore:
+        """An in-process store; with ``path``, persisted there with crash-safe writes."""
+        from graphmem.backends.embedded import EmbeddedBackend
+
+        return cls(EmbeddedBackend(path), clock=clock)
+
+    @classmethod
+    def open(cls, uri: str, *, clock: Clock = utcnow, **options: Any) -> MemoryStore:
+        """Open ``memory://``, ``file:///path``, ``bolt://…`` or ``neo4j://…``."""
+        parsed = urlparse(uri)
+        if parsed.scheme == "memory":
+            return cls.embedded(clock=clock)
+        if parsed.scheme == "file":
+            return cls.embedded(unquote(parsed.path), clock=clock)
+        if parsed.scheme in {"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"}:
+            return cls.neo4j(uri, clock=clock, **options)
+        raise ContractViolation(
+            f"cannot open {uri!r}: use memory://, file:///path, bolt://host:port or neo4j://host:port",
+            code="unsupported_uri",
+        )
+
+    @classmethod
+    def neo4j(cls, uri: str, *, clock: Clock = utcnow, **options: Any) -> MemoryStore:
+        """A store on a Neo4j 5 server (``auth=(user, password)``, ``database=``, or ``driver=``)."""
+        from graphmem.backends.neo4j import Neo4jBackend
+
+        return cls(Neo4jBackend(uri, **options), clock=clock)
+
+    def close(self) -> None:
+        """Release drivers and files. The store is unusable afterwards."""
+        self.backend.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # -- writing ----------------------------------------------------------
+
+    def add(self, record: MemoryRecord) -> MemoryRecord:
+        """Write one record. Raises ``ContractViolation``, ``ConflictError`` or ``LineageError``."""
+        return self.add_many([record])[0]
+
+    def add_many(self, records: Iterable[MemoryRecord]) -> list[MemoryRecord]:
+        """Write records in one all-or-nothing batch: any violation writes none of them."""
+        batch = list(records)
+        if not batch:
+            return []
+        seen: set[tuple[str, str]] = set()
+        for record in batch:
+            if not isinstance(record, MemoryRecord):
+                raise ContractViolation(
+                    f"add() takes MemoryRecord values, got {type(record).__name__}",
+                    code="not_a_record",
+                )
+            check_record(record)
+            key = (record.tenant, record.id)
+            if key in seen:
+                raise ConflictError(
+                    f"record id {record.id!r} appears twice in one batch for tenant {record.tenant!r}",
+                    code="duplicate_id",
+                )
+            seen.add(key)
+        by_tenant: dict[str, list[MemoryRecord]] = {}
+        for record in batch:
+            by_tenant.setdefault(record.tenant, []).append(record)
+        for tenant, group in by_tenant.items():
+            taken = self.backend.existing_ids(tenant, [r.id for r in group])
+            if taken:
+                raise ConflictError(
+                    f"record id(s) {sorted(taken)!r} already exist in tenant {tenant!r}; "
+                    "ids are unique per tenant — use supersede() to replace a record",
+                    code="duplicate_id",
+                )
+            batch_ids = {r.id for r in group}
+            parents = {p for r in group for p in r.derived_from}
+            missing = parents - batch_ids - self.backend.existing_ids(tenant, sorted(parents - batch_ids))
+            if missing:
+                raise LineageError(
+                    f"derived_from names record(s) {sorted(missing)!r} that do not exist in tenant "
+                    f"{tenant!r}; lineage never crosses tenants",
+                    code="unknown_parent",
+                )
+            for record in group:
+                if record.id in record.derived_from:
+                    raise LineageError(
+                        f"record {record.id!r} cannot be derived from itself", code="lineage_cycle"
+                    )
+        now = self.clock()
+        ops: list[Op] = [PutRecord(record=r) for r in batch]
+        ops.extend(
+            AppendAudit(
+                event=AuditEvent(
+                    tenant=tenant,
+                    action="added",
+                    actor=group[0].writer,
+                    record_ids=tuple(r.id for r in group),
+                    at=now,
+                )
+            )
+            for tenant, group in by_tenant.items()
+        )
+        self.backend.apply(ops)
+        return batch
+
+    def get(self, tenant: str, record_id: str) -> MemoryRecord | None:
+        """The stored record, or ``None``. Raises ``ContractViolation`` for a missing tenant."""
+        return self.backend.get(_check_tenant(tenant), record_id)
+
+    def scope_within(self, tenant: str, child: str, parent: str) -> None:
+        """Declare ``child`` WITHIN ``parent``: records of ``parent`` apply inside ``child``."""
+        tenant, child, parent = _check_tenant(tenant), _check_scope(child), _check_scope(parent)
+        if child == parent or child in self.backend.scope_ancestors(tenant, [parent]):
+            raise LineageError(
+                f"{child!r} WITHIN {parent!r} would make a cycle of scopes", code="scope_cycle"
+            )
+        if parent in self.backend.scope_parents(tenant, child):
+            return
+        self.backend.apply([ScopeWithin(tenant=tenant, child=child, parent=parent)])
+
+    def relate_scopes(self, tenant: str, a: str, rel_type: str, b: str) -> None:
+        """Declare a typed relation between two scopes, e.g. ``merchant:m1 USES system:gw-2``."""
+        tenant, a, b = _check_tenant(tenant), _check_scope(a), _check_scope(b)
+        if not _REL_TYPE.fullmatch(rel_type):
+            raise ContractViolation(
+                f"relation type {rel_type!r} must be upper-case letters, digits and _, e.g. USES",
+                code="invalid_relation_type",
+            )
+        self.backend.apply([RelateScopes(tenant=tenant, a=a, rel_type=rel_type, b=b)])
+
+    # -- reading ----------------------------------------------------------
+
+    def recall(
+        self,
+        ctx: ReadContext,
+        query: str = "",
+        explain: bool = False,
+        *,
+        query_embedding: Sequence[float] | None = None,
+    ) -> Selection:
+        """Gate every candidate in SPEC §3's order, rank only the survivors, and receipt it.
+
+        With ``explain=True`` the selection carries a ``Decision`` for every
+        candidate; otherwise only for the selected records.
+        """
+        if not isinstance(ctx, ReadContext):
+            raise ContractViolation("recall() needs a ReadContext", code="not_a_context")
+        candidates = self.backend.candidates(ctx)
+        return self._select(ctx, query, query_embedding, candidates, explain)
+
+    def _select(
+        self,
+        ctx: ReadContext,
+        query: str,
+        query_embedding: Sequence[float] | None,
+        candidates: list[Candidate],
+        explain: bool,
+    ) -> Selection:
+        decisions: dict[str, Decision] = {}
+        survivors = []
+        for cand in candidates:
+            dropped = drop_reason(cand, ctx)
+            if dropped is None:
+                counts, length = _cached_terms(cand.record.content)
+                survivors.append((cand.record, counts, length))
+            else:
+                decisions[cand.record.id] = Decision(record_id=cand.record.id, selected=False, reason=dropped)
+        selected: list[MemoryRecord] = []
+        for record, score in rank(survivors, query, query_embedding):
+            if score < ctx.min_score:
+                reason: DropReason | None = DropReason.BELOW_MIN_SCORE
+            elif len(selected) >= ctx.limit:
+                reason = DropReason.SELECTION_LIMIT
+            else:
+                reason = None
+                selected.append(record)
+            decisions[record.id] = Decision(
+                record_id=record.id, selected=reason is None, reason=reason, score=score
+            )
+        receipt = build_receipt(
+            ctx,
+            query,
+            query_embedding,
+            ((c.record.id, c.fingerprint) for c in candidates),
+            decisions.values(),
+            [r.id for r in selected],
+            SELECTOR_VERSION,
+        )
+        shown = list(decisions.values()) if explain else [decisions[r.id] for r in selected]
+        return Selection(records=tuple(selected), decisions=tuple(shown), receipt=receipt)
+
+    def explain(self, ctx: ReadContext, record_id: str, query: str = "") -> Decision:
+        """Why ``record_id`` was (not) used for ``ctx``: its decision, wherever the record applies.
+
+        Raises ``NotFound`` if the tenant has no such record.
+        """
+        candidate = self.backend.candidate(ctx, record_id)
+        if candidate is None:
+            raise NotFound(f"no record {record_id!r} in tenant {ctx.tenant!r}")
+        reason = drop_reason(candidate, ctx)
+        if reason is not None:
+            return Decision(record_id=record_id, selected=False, reason=reason)
+        selection = self.recall(ctx, query, explain=True)
+        for decision in selection.decisions:
+            if decision.record_id == record_id:
+                return decision
+        raise NotFound(f"record {record_id!r} changed while it was explained; ask again")
+
+    def verify(self, receipt: Receipt, ctx: ReadContext) -> bool:
+        """Recompute ``receipt`` against the store as of ``ctx.now``; False on any difference."""
+        if not receipt_is_consistent(receipt, ctx):
+            return False
+        again = self.recall(ctx, receipt.query, query_embedding=receipt.query_embedding)
+        return again.receipt == receipt
+
+    def audit(
+        self, tenant: str, record_id: str | None = None, since: datetime | None = None
+    ) -> list[AuditEvent]:
+        """Audit events of ``tenant``, optionally about one record and/or since a time."""
+        return self.backend.audit(_check_tenant(tenant), record_id, since)
