@@ -17,7 +17,15 @@ from types import TracebackType
 from typing import Any, Self
 from urllib.parse import unquote, urlparse
 
-from graphmem.backends.base import AppendAudit, Backend, Op, PutRecord, RelateScopes, ScopeWithin
+from graphmem.backends.base import (
+    AddEdge,
+    AppendAudit,
+    Backend,
+    Op,
+    PutRecord,
+    RelateScopes,
+    ScopeWithin,
+)
 from graphmem.contracts import check_record
 from graphmem.errors import ConflictError, ContractViolation, LineageError, NotFound
 from graphmem.gate import Candidate, drop_reason
@@ -32,7 +40,7 @@ from graphmem.model import (
     Selection,
     utcnow,
 )
-from graphmem.model.base import ScopeKey, Tenant
+from graphmem.model.base import AwareDatetime, ScopeKey, Tenant
 from graphmem.ranking import SELECTOR_VERSION, rank, term_counts
 from graphmem.receipts import build_receipt, receipt_is_consistent
 
@@ -55,12 +63,20 @@ class _ScopeArg(GraphmemModel):
     scope: ScopeKey
 
 
+class _TimeArg(GraphmemModel):
+    at: AwareDatetime
+
+
 def _check_tenant(tenant: str) -> str:
     return str(_TenantArg(tenant=tenant).tenant)
 
 
 def _check_scope(scope: str) -> str:
     return str(_ScopeArg(scope=scope).scope)
+
+
+def _aware(at: datetime) -> datetime:
+    return _TimeArg(at=at).at
 
 
 class MemoryStore:
@@ -121,7 +137,17 @@ class MemoryStore:
 
     def add_many(self, records: Iterable[MemoryRecord]) -> list[MemoryRecord]:
         """Write records in one all-or-nothing batch: any violation writes none of them."""
-        batch = list(records)
+        return self._write_new(list(records))
+
+    def _write_new(
+        self,
+        batch: list[MemoryRecord],
+        *,
+        extra: Sequence[Op] = (),
+        action: str = "added",
+        reason: str | None = None,
+        record_ids: tuple[str, ...] = (),
+    ) -> list[MemoryRecord]:
         if not batch:
             return []
         seen: set[tuple[str, str]] = set()
@@ -170,16 +196,82 @@ class MemoryStore:
             AppendAudit(
                 event=AuditEvent(
                     tenant=tenant,
-                    action="added",
+                    action=action,
                     actor=group[0].writer,
-                    record_ids=tuple(r.id for r in group),
+                    record_ids=record_ids or tuple(r.id for r in group),
+                    reason=reason,
                     at=now,
                 )
             )
             for tenant, group in by_tenant.items()
         )
-        self.backend.apply(ops)
+        self.backend.apply([*ops, *extra])
         return batch
+
+    def supersede(self, tenant: str, old_id: str, new_record: MemoryRecord, reason: str) -> MemoryRecord:
+        """Write ``new_record`` as the replacement of ``old_id``; the old one stays for history.
+
+        The supersession takes effect at the replacement's valid_from (else its
+        event time, else now). The replacement must be new and share the old
+        record's tenant, kind and scope.
+        """
+        tenant = _check_tenant(tenant)
+        old = self.backend.get(tenant, old_id)
+        if old is None:
+            raise NotFound(f"cannot supersede {old_id!r}: no such record in tenant {tenant!r}")
+        if new_record.id == old_id:
+            raise LineageError(f"record {old_id!r} cannot supersede itself", code="self_supersession")
+        if new_record.tenant != tenant:
+            raise LineageError(
+                f"replacement {new_record.id!r} belongs to tenant {new_record.tenant!r}, not {tenant!r}; "
+                "no edge crosses tenants",
+                code="cross_tenant",
+            )
+        if (new_record.kind, new_record.scope) != (old.kind, old.scope):
+            raise LineageError(
+                f"replacement {new_record.id!r} must share the kind and scope of {old_id!r} "
+                f"({old.kind.value}, {old.scope}); got ({new_record.kind.value}, {new_record.scope})",
+                code="replacement_mismatch",
+            )
+        at = new_record.valid_from or new_record.event_time or self.clock()
+        self._write_new(
+            [new_record],
+            extra=[AddEdge(tenant=tenant, label="SUPERSEDES", src=new_record.id, dst=old_id, at=at)],
+            action="superseded",
+            reason=reason,
+            record_ids=(new_record.id, old_id),
+        )
+        return new_record
+
+    def invalidate(
+        self, tenant: str, record_id: str, by: str, reason: str, at: datetime | None = None
+    ) -> None:
+        """Record that ``record_id`` stopped holding at ``at`` (default now) because of ``by``.
+
+        ``by`` is a record id or a source id of the same tenant.
+        """
+        tenant = _check_tenant(tenant)
+        if self.backend.get(tenant, record_id) is None:
+            raise NotFound(f"cannot invalidate {record_id!r}: no such record in tenant {tenant!r}")
+        if by == record_id:
+            raise LineageError(f"record {record_id!r} cannot invalidate itself", code="self_invalidation")
+        by_source = self.backend.get(tenant, by) is None
+        if by_source and not self.backend.source_exists(tenant, by):
+            raise NotFound(f"{by!r} is neither a record nor a source of tenant {tenant!r}")
+        when = self.clock() if at is None else _aware(at)
+        edge = AddEdge(
+            tenant=tenant,
+            label="INVALIDATED_BY",
+            src=record_id,
+            dst=by,
+            dst_is_source=by_source,
+            at=when,
+            reason=reason,
+        )
+        audit = AuditEvent(
+            tenant=tenant, action="invalidated", record_ids=(record_id,), reason=reason, at=self.clock()
+        )
+        self.backend.apply([edge, AppendAudit(event=audit)])
 
     def get(self, tenant: str, record_id: str) -> MemoryRecord | None:
         """The stored record, or ``None``. Raises ``ContractViolation`` for a missing tenant."""
@@ -264,7 +356,10 @@ class MemoryStore:
             [r.id for r in selected],
             SELECTOR_VERSION,
         )
-        shown = list(decisions.values()) if explain else [decisions[r.id] for r in selected]
+        # Ranked candidates in rank order, then the gate's drops by id: the same on every backend.
+        ranked_ids = [d.record_id for d in decisions.values() if d.score is not None]
+        gated_ids = sorted(d.record_id for d in decisions.values() if d.score is None)
+        shown = [decisions[i] for i in (ranked_ids + gated_ids if explain else [r.id for r in selected])]
         return Selection(records=tuple(selected), decisions=tuple(shown), receipt=receipt)
 
     def explain(self, ctx: ReadContext, record_id: str, query: str = "") -> Decision:

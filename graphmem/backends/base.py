@@ -15,8 +15,10 @@ from pydantic import Field
 
 from graphmem.gate import Candidate
 from graphmem.model import AuditEvent, GraphmemModel, MemoryRecord, ReadContext
+from graphmem.model.base import AwareDatetime
 
 __all__ = [
+    "AddEdge",
     "AppendAudit",
     "Backend",
     "Op",
@@ -48,13 +50,27 @@ class RelateScopes(GraphmemModel):
     b: str
 
 
+class AddEdge(GraphmemModel):
+    """A lineage edge that takes effect at ``at``: SUPERSEDES (memory → memory) or
+    INVALIDATED_BY (memory → memory or source)."""
+
+    op: Literal["add_edge"] = "add_edge"
+    tenant: str
+    label: Literal["SUPERSEDES", "INVALIDATED_BY"]
+    src: str
+    dst: str
+    dst_is_source: bool = False
+    at: AwareDatetime
+    reason: str | None = None
+
+
 class AppendAudit(GraphmemModel):
     op: Literal["append_audit"] = "append_audit"
     event: AuditEvent
 
 
 Op = Annotated[
-    Union[PutRecord, ScopeWithin, RelateScopes, AppendAudit],  # noqa: UP007 - discriminated union
+    Union[PutRecord, ScopeWithin, RelateScopes, AddEdge, AppendAudit],  # noqa: UP007 - discriminated union
     Field(discriminator="op"),
 ]
 
@@ -75,6 +91,8 @@ class Backend(Protocol):
         ...
 
     def scope_parents(self, tenant: str, scope: str) -> set[str]: ...
+
+    def source_exists(self, tenant: str, source_id: str) -> bool: ...
 
     def candidates(self, ctx: ReadContext) -> list[Candidate]:
         """Every record of ``ctx.tenant`` with an APPLIES_TO path into the context's scopes."""

@@ -15,7 +15,7 @@ from typing import Any
 import networkx as nx
 from pydantic import TypeAdapter
 
-from graphmem.backends.base import AppendAudit, Op, PutRecord, RelateScopes, ScopeWithin
+from graphmem.backends.base import AddEdge, AppendAudit, Op, PutRecord, RelateScopes, ScopeWithin
 from graphmem.backends.journal import Journal
 from graphmem.gate import Candidate
 from graphmem.model import AuditEvent, MemoryRecord, ReadContext, Source, scope_type
@@ -79,6 +79,10 @@ class EmbeddedBackend:
             elif isinstance(op, RelateScopes):
                 attrs = {"type": op.rel_type}
                 self._edge(_scope(op.tenant, op.a), _scope(op.tenant, op.b), "RELATED", attrs)
+            elif isinstance(op, AddEdge):
+                dst = _src(op.tenant, op.dst) if op.dst_is_source else _mem(op.tenant, op.dst)
+                attrs: dict[str, Any] = {"at": op.at, "reason": op.reason}
+                self._edge(_mem(op.tenant, op.src), dst, op.label, attrs)
             elif isinstance(op, AppendAudit):
                 self._audit.setdefault(op.event.tenant, []).append(op.event)
 
@@ -89,7 +93,7 @@ class EmbeddedBackend:
     def _edge(self, a: Node, b: Node, label: str, attrs: dict[str, Any]) -> None:
         self._node(a)
         self._node(b)
-        key = label if label != "RELATED" else f"RELATED:{attrs['type']}"
+        key = f"RELATED:{attrs['type']}" if label == "RELATED" else label
         self.graph.add_edge(a, b, key=key, label=label, **attrs)
 
     def _put_record(self, record: MemoryRecord) -> None:
@@ -119,6 +123,18 @@ class EmbeddedBackend:
                 ops.append(ScopeWithin(tenant=a[1], child=a[2], parent=b[2]))
             elif a[0] == "s" and data["label"] == "RELATED":
                 ops.append(RelateScopes(tenant=a[1], a=a[2], rel_type=data["type"], b=b[2]))
+            elif data["label"] in {"SUPERSEDES", "INVALIDATED_BY"}:
+                ops.append(
+                    AddEdge(
+                        tenant=a[1],
+                        label=data["label"],
+                        src=a[2],
+                        dst=b[2],
+                        dst_is_source=b[0] == "src",
+                        at=data["at"],
+                        reason=data["reason"],
+                    )
+                )
         for events in self._audit.values():
             ops.extend(AppendAudit(event=e) for e in events)
         return ops
@@ -135,6 +151,9 @@ class EmbeddedBackend:
     def source(self, tenant: str, source_id: str) -> Source | None:
         data = self.graph.nodes.get(_src(tenant, source_id))
         return None if data is None else data.get("source")
+
+    def source_exists(self, tenant: str, source_id: str) -> bool:
+        return self.source(tenant, source_id) is not None
 
     def scope_parents(self, tenant: str, scope: str) -> set[str]:
         node = _scope(tenant, scope)

@@ -12,6 +12,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 
+import org.neo4j.configuration.GraphDatabaseInternalSettings;
 import org.neo4j.configuration.GraphDatabaseSettings;
 import org.neo4j.configuration.connectors.BoltConnector;
 import org.neo4j.configuration.connectors.ConnectorPortRegister;
@@ -81,6 +82,10 @@ public final class Launcher {
         config.put(GraphDatabaseSettings.keep_logical_logs, "1 files");
         config.put(GraphDatabaseSettings.udc_enabled, false);
         config.put(GraphDatabaseSettings.shutdown_transaction_end_timeout, Duration.ofSeconds(5));
+        // Netty's default graceful shutdown (2 s quiet period per event loop
+        // group) makes every stop/restart take ~10 s; tests restart often.
+        config.put(GraphDatabaseInternalSettings.netty_server_shutdown_quiet_period, 0);
+        config.put(GraphDatabaseInternalSettings.netty_server_shutdown_timeout, Duration.ofSeconds(2));
 
         Runtime.getRuntime().addShutdownHook(new Thread(Launcher::shutdown, "graphmem-launcher-shutdown"));
         startStdinWatcher();
