@@ -43,7 +43,8 @@ def _src(tenant: str, source_id: str) -> Node:
 class EmbeddedBackend:
     """In-process graph; with ``directory`` set, every batch is journalled before it is applied."""
 
-    def __init__(self, directory: str | Path | None = None) -> None:
+    def __init__(self, directory: str | Path | None = None, *, compact_bytes: int = _COMPACT_BYTES) -> None:
+        self._compact_bytes = compact_bytes
         self.graph: nx.MultiDiGraph[Node] = nx.MultiDiGraph()
         self._audit: dict[str, list[AuditEvent]] = {}
         self._journal: Journal | None = None
@@ -62,7 +63,7 @@ class EmbeddedBackend:
             payload = {"ops": _OPS.dump_python(list(ops), mode="json")}
             self._journal.append(payload)
         self._apply(ops)
-        if self._journal is not None and self._journal.journal_bytes > _COMPACT_BYTES:
+        if self._journal is not None and self._journal.journal_bytes > self._compact_bytes:
             self.compact()
 
     def compact(self) -> None:

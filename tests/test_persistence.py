@@ -1,0 +1,111 @@
+"""The embedded store on disk: exact reopen, one writer, and crash safety under SIGKILL."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from graphmem import BackendUnavailable, Kind, MemoryRecord, MemoryStore, ReadContext, Source
+from graphmem.backends.embedded import EmbeddedBackend
+from tests.conftest import T0
+
+BATCH = 5
+
+
+def _batch(tenant: str, i: int) -> list[MemoryRecord]:
+    return [
+        MemoryRecord(
+            id=f"w{i}-{j}",
+            tenant=tenant,
+            kind=Kind.EPISODIC,
+            scope="case:c1",
+            content=f"write {i} record {j} " + "x" * random.Random(i * 31 + j).randint(0, 400),
+            event_time=T0,
+            outcome="unknown",
+            sources=(Source(id=f"s{i}-{j}", quote=f"quote {i}.{j}"),),
+        )
+        for j in range(BATCH)
+    ]
+
+
+def test_reopen_returns_exactly_what_was_written(tmp_path: Path, tenant: str) -> None:
+    path = tmp_path / "memdir"
+    with MemoryStore.embedded(path) as store:
+        store.scope_within(tenant, "case:c1", "domain:payments")
+        store.relate_scopes(tenant, "case:c1", "USES", "system:gw-2")
+        written = store.add_many(_batch(tenant, 0))
+        replacement = written[0].model_copy(update={"id": "w0-new", "event_time": T0.replace(day=2)})
+        store.supersede(tenant, "w0-0", replacement, reason="corrected")
+        ctx = ReadContext(tenant=tenant, scopes=["case:c1"], now=T0.replace(day=3))
+        before = store.recall(ctx, "write record", explain=True)
+        audit_before = store.audit(tenant)
+    with MemoryStore.embedded(path) as store:
+        assert {r.id: r for r in store.backend.all_records(tenant)} == {
+            r.id: r for r in [*written, replacement]
+        }
+        assert store.recall(ctx, "write record", explain=True) == before
+        assert store.audit(tenant) == audit_before
+        assert store.backend.scope_parents(tenant, "case:c1") == {"domain:payments"}
+
+
+def test_second_writer_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "memdir"
+    with MemoryStore.embedded(path), pytest.raises(BackendUnavailable) as err:
+        MemoryStore.embedded(path)
+    assert err.value.code == "store_locked"
+
+
+def test_compaction_keeps_everything(tmp_path: Path, tenant: str) -> None:
+    path = tmp_path / "memdir"
+    store = MemoryStore(EmbeddedBackend(path, compact_bytes=2048))
+    for i in range(20):
+        store.add_many(_batch(tenant, i))
+    store.close()
+    assert (path / "snapshot.json").exists()
+    with MemoryStore.embedded(path) as reopened:
+        assert len(reopened.backend.all_records(tenant)) == 20 * BATCH
+
+
+def _writer(path: Path, tenant: str, compact_bytes: int) -> None:
+    store = MemoryStore(EmbeddedBackend(path, compact_bytes=compact_bytes))
+    i = len(store.backend.all_records(tenant)) // BATCH
+    while True:
+        store.add_many(_batch(tenant, i))
+        i += 1
+
+
+@pytest.mark.slow
+def test_sigkill_at_random_points_never_leaves_a_partial_write(tmp_path: Path, tenant: str) -> None:
+    """Kill the writing process hundreds of times; every batch is wholly present or wholly absent."""
+    path = tmp_path / "memdir"
+    rng = random.Random(20260101)
+    kills = 0
+    for attempt in range(300):
+        compact_bytes = rng.choice([1024, 8192, 1 << 30])
+        pid = os.fork()
+        if pid == 0:  # the writer: never returns, it is killed
+            try:
+                _writer(path, tenant, compact_bytes)
+            finally:
+                os._exit(1)
+        time.sleep(rng.uniform(0.0, 0.04))
+        os.kill(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
+        kills += os.WIFSIGNALED(status)
+        with MemoryStore.embedded(path) as store:
+            records = {r.id: r for r in store.backend.all_records(tenant)}
+        batches = {rid.split("-")[0] for rid in records}
+        count = len(batches)
+        assert batches == {f"w{i}" for i in range(count)}, f"attempt {attempt}: not a prefix"
+        for i in range(count):
+            expected = _batch(tenant, i)
+            got = [records.get(r.id) for r in expected]
+            assert all(g is not None for g in got), f"attempt {attempt}: batch {i} is partial"
+            assert [g.content if g else None for g in got] == [r.content for r in expected]
+    assert kills >= 250
+    assert count >= 100, "the writer was killed before it wrote anything, so nothing was tested"
