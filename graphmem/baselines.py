@@ -21,5 +21,8 @@ def similarity_search(
 ) -> list[tuple[MemoryRecord, float]]:
     """The top ``k`` long-term records by BM25 alone: no kinds, validity, scope or status checks."""
     records = [r for r in store.backend.all_records(tenant) if r.kind in LONG_TERM_KINDS]
-    docs = [(r, *term_counts(r.content)) for r in records]
+    docs = [
+        (r, *term_counts(r.content), (r.valid_from or r.event_time or r.created_at).timestamp())
+        for r in records
+    ]
     return rank(docs, query)[:k]

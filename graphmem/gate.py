@@ -25,18 +25,30 @@ _STATUS_REASONS = {
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
-    """A record plus what the graph says about it at read time.
+    """A record plus what the graph says about it, independent of who asks.
 
-    ``superseded_at`` / ``invalidated_at`` are the earliest times a
-    ``SUPERSEDES`` / ``INVALIDATED_BY`` edge took effect; ``in_scope`` is whether
-    an ``APPLIES_TO`` path leads from the record to the context's scopes.
+        ``superseded_at`` / ``invalidated_at`` are the earliest times a
+        ``SUPERSEDES`` / ``INVALIDATED_BY`` edge took effect. ``start``/``end`` are
+        the record's validity window (see ``validity_window``); ``recency`` (valid
+    from, else event time, else creation, as a timestamp) breaks ranking ties. Backends may cache
+        candidates until the record or its edges change.
     """
 
     record: MemoryRecord
     superseded_at: datetime | None
     invalidated_at: datetime | None
-    in_scope: bool
     fingerprint: str
+    start: datetime | None
+    end: datetime | None
+    recency: float
+
+    @classmethod
+    def of(
+        cls, record: MemoryRecord, superseded_at: datetime | None, invalidated_at: datetime | None
+    ) -> Candidate:
+        start, end = validity_window(record)
+        recency = (record.valid_from or record.event_time or record.created_at).timestamp()
+        return cls(record, superseded_at, invalidated_at, record.fingerprint(), start, end, recency)
 
 
 def validity_window(record: MemoryRecord) -> tuple[datetime | None, datetime | None]:
@@ -49,10 +61,12 @@ def validity_window(record: MemoryRecord) -> tuple[datetime | None, datetime | N
     return start, (min(ends) if ends else None)
 
 
-def drop_reason(candidate: Candidate, ctx: ReadContext) -> DropReason | None:
+def drop_reason(candidate: Candidate, ctx: ReadContext, in_scope: bool) -> DropReason | None:
     """The first failing check in SPEC §3's order, or ``None`` if the record is eligible.
 
-    ``selection_limit`` and ``below_min_score`` are decided after ranking, not here.
+    ``in_scope`` is whether an ``APPLIES_TO`` path leads from the record into the
+    context's scopes (a traversal the backend made). ``selection_limit`` and
+    ``below_min_score`` are decided after ranking, not here.
     """
     record = candidate.record
     now = ctx.now
@@ -64,16 +78,15 @@ def drop_reason(candidate: Candidate, ctx: ReadContext) -> DropReason | None:
         return DropReason.POLICY_MISMATCH
     if record.status is not Status.ACTIVE:
         return _STATUS_REASONS[record.status]
-    start, end = validity_window(record)
-    if start is not None and now < start:
+    if candidate.start is not None and now < candidate.start:
         return DropReason.NOT_YET_VALID
-    if end is not None and now >= end:
+    if candidate.end is not None and now >= candidate.end:
         return DropReason.EXPIRED
     if candidate.superseded_at is not None and candidate.superseded_at <= now:
         return DropReason.SUPERSEDED
     if candidate.invalidated_at is not None and candidate.invalidated_at <= now:
         return DropReason.INVALIDATED
-    if not candidate.in_scope:
+    if not in_scope:
         return DropReason.SCOPE_MISMATCH
     if record.sensitivity.rank > ctx.clearance.rank:
         return DropReason.INSUFFICIENT_CLEARANCE

@@ -11,7 +11,6 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from datetime import datetime
 
 from graphmem.model import MemoryRecord
 
@@ -49,21 +48,18 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
 
 
 Ranked = tuple[MemoryRecord, float]
-
-
-def _recency(record: MemoryRecord) -> datetime:
-    return record.valid_from or record.event_time or record.created_at
+Document = tuple[MemoryRecord, Counter[str], int, float]
 
 
 def rank(
-    survivors: Iterable[tuple[MemoryRecord, Counter[str], int]],
+    survivors: Iterable[Document],
     query: str,
     query_embedding: Sequence[float] | None = None,
 ) -> list[Ranked]:
     """Score and order survivors: best first, ties newer first, then by id.
 
-    ``survivors`` carries each record's term counts and length (backends cache
-    them). The lexical score is BM25 normalised by the best survivor's, so it
+    ``survivors`` carries each record's term counts, length and recency
+    timestamp (newer first on ties). The lexical score is BM25 normalised by the best survivor's, so it
     lies in [0, 1]; when the query and a record both carry embeddings, the
     score is an even blend with cosine similarity mapped to [0, 1].
     """
@@ -72,10 +68,10 @@ def rank(
     n = len(docs)
     raw: list[float] = [0.0] * n
     if terms and n:
-        avg_len = sum(length for _, _, length in docs) / n or 1.0
-        df = {t: sum(1 for _, counts, _ in docs if t in counts) for t in terms}
+        avg_len = sum(doc[2] for doc in docs) / n or 1.0
+        df = {t: sum(1 for doc in docs if t in doc[1]) for t in terms}
         idf = {t: math.log(1.0 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in terms}
-        for i, (_, counts, length) in enumerate(docs):
+        for i, (_, counts, length, _) in enumerate(docs):
             score = 0.0
             norm = _K1 * (1.0 - _B + _B * length / avg_len)
             for t in terms:
@@ -84,12 +80,12 @@ def rank(
                     score += idf[t] * tf * (_K1 + 1.0) / (tf + norm)
             raw[i] = score
     best = max(raw, default=0.0)
-    ranked: list[Ranked] = []
-    for (record, _, _), lexical in zip(docs, raw, strict=True):
+    keyed: list[tuple[float, float, str, MemoryRecord]] = []
+    for (record, _, _, recency), lexical in zip(docs, raw, strict=True):
         score = lexical / best if best > 0.0 else 0.0
         if query_embedding is not None and record.embedding is not None:
             similarity = (cosine(query_embedding, record.embedding) + 1.0) / 2.0
             score = _LEXICAL_WEIGHT * score + (1.0 - _LEXICAL_WEIGHT) * similarity
-        ranked.append((record, round(score, _DIGITS)))
-    ranked.sort(key=lambda item: (-item[1], -_recency(item[0]).timestamp(), item[0].id))
-    return ranked
+        keyed.append((-round(score, _DIGITS), -recency, record.id, record))
+    keyed.sort(key=lambda item: item[:3])
+    return [(record, -neg_score) for neg_score, _, _, record in keyed]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from graphmem.model import Decision, ReadContext, Receipt
+from graphmem.model import DropReason, ReadContext, Receipt
 from graphmem.model.canonical import canonical_json, sha256
 
 __all__ = ["build_receipt", "receipt_is_consistent"]
@@ -27,11 +27,15 @@ def build_receipt(
     query: str,
     query_embedding: Sequence[float] | None,
     candidates: Iterable[tuple[str, str]],
-    decisions: Iterable[Decision],
+    decisions: Iterable[tuple[str, bool, DropReason | None, float | None]],
     selected_ids: Sequence[str],
     selector_version: str,
 ) -> Receipt:
-    """Digest a recall. ``candidates`` are (record id, fingerprint) pairs in any order."""
+    """Digest a recall.
+
+    ``candidates`` are (record id, fingerprint) pairs and ``decisions`` are
+    (record id, selected, reason, score) tuples, each in any order.
+    """
     parts: dict[str, Any] = {
         "selector_version": selector_version,
         "query": query,
@@ -42,8 +46,8 @@ def build_receipt(
         "decisions_digest": sha256(
             canonical_json(
                 sorted(
-                    [d.record_id, d.selected, None if d.reason is None else d.reason.value, d.score]
-                    for d in decisions
+                    [record_id, selected, None if reason is None else reason.value, score]
+                    for record_id, selected, reason, score in decisions
                 )
             )
         ),

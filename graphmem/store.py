@@ -151,12 +151,14 @@ class MemoryStore:
         if not batch:
             return []
         seen: set[tuple[str, str]] = set()
-        for record in batch:
+        for i, record in enumerate(batch):
             if not isinstance(record, MemoryRecord):
                 raise ContractViolation(
                     f"add() takes MemoryRecord values, got {type(record).__name__}",
                     code="not_a_record",
                 )
+            # Re-validate: model_copy(update=...) skips validation, the store must not.
+            record = batch[i] = MemoryRecord.model_validate(record.model_dump())
             check_record(record)
             key = (record.tenant, record.id)
             if key in seen:
@@ -323,19 +325,21 @@ class MemoryStore:
         ctx: ReadContext,
         query: str,
         query_embedding: Sequence[float] | None,
-        candidates: list[Candidate],
+        candidates: list[tuple[Candidate, bool]],
         explain: bool,
     ) -> Selection:
-        decisions: dict[str, Decision] = {}
+        # (record id, selected, reason, score) per candidate; Decision models only for what is shown.
+        verdicts: dict[str, tuple[str, bool, DropReason | None, float | None]] = {}
         survivors = []
-        for cand in candidates:
-            dropped = drop_reason(cand, ctx)
+        for cand, in_scope in candidates:
+            dropped = drop_reason(cand, ctx, in_scope)
             if dropped is None:
                 counts, length = _cached_terms(cand.record.content)
-                survivors.append((cand.record, counts, length))
+                survivors.append((cand.record, counts, length, cand.recency))
             else:
-                decisions[cand.record.id] = Decision(record_id=cand.record.id, selected=False, reason=dropped)
+                verdicts[cand.record.id] = (cand.record.id, False, dropped, None)
         selected: list[MemoryRecord] = []
+        ranked_ids: list[str] = []
         for record, score in rank(survivors, query, query_embedding):
             if score < ctx.min_score:
                 reason: DropReason | None = DropReason.BELOW_MIN_SCORE
@@ -344,33 +348,38 @@ class MemoryStore:
             else:
                 reason = None
                 selected.append(record)
-            decisions[record.id] = Decision(
-                record_id=record.id, selected=reason is None, reason=reason, score=score
-            )
+            verdicts[record.id] = (record.id, reason is None, reason, score)
+            ranked_ids.append(record.id)
+        selected_ids = [r.id for r in selected]
         receipt = build_receipt(
             ctx,
             query,
             query_embedding,
-            ((c.record.id, c.fingerprint) for c in candidates),
-            decisions.values(),
-            [r.id for r in selected],
+            ((c.record.id, c.fingerprint) for c, _ in candidates),
+            verdicts.values(),
+            selected_ids,
             SELECTOR_VERSION,
         )
         # Ranked candidates in rank order, then the gate's drops by id: the same on every backend.
-        ranked_ids = [d.record_id for d in decisions.values() if d.score is not None]
-        gated_ids = sorted(d.record_id for d in decisions.values() if d.score is None)
-        shown = [decisions[i] for i in (ranked_ids + gated_ids if explain else [r.id for r in selected])]
-        return Selection(records=tuple(selected), decisions=tuple(shown), receipt=receipt)
+        if explain:
+            shown = ranked_ids + sorted(i for i, v in verdicts.items() if v[3] is None)
+        else:
+            shown = selected_ids
+        decisions = tuple(
+            Decision.model_construct(record_id=i, selected=v[1], reason=v[2], score=v[3])
+            for i, v in ((i, verdicts[i]) for i in shown)
+        )
+        return Selection(records=tuple(selected), decisions=decisions, receipt=receipt)
 
     def explain(self, ctx: ReadContext, record_id: str, query: str = "") -> Decision:
         """Why ``record_id`` was (not) used for ``ctx``: its decision, wherever the record applies.
 
         Raises ``NotFound`` if the tenant has no such record.
         """
-        candidate = self.backend.candidate(ctx, record_id)
-        if candidate is None:
+        found = self.backend.candidate(ctx, record_id)
+        if found is None:
             raise NotFound(f"no record {record_id!r} in tenant {ctx.tenant!r}")
-        reason = drop_reason(candidate, ctx)
+        reason = drop_reason(found[0], ctx, found[1])
         if reason is not None:
             return Decision(record_id=record_id, selected=False, reason=reason)
         selection = self.recall(ctx, query, explain=True)

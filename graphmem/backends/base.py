@@ -94,12 +94,17 @@ class Backend(Protocol):
 
     def source_exists(self, tenant: str, source_id: str) -> bool: ...
 
-    def candidates(self, ctx: ReadContext) -> list[Candidate]:
-        """Every record of ``ctx.tenant`` with an APPLIES_TO path into the context's scopes."""
+    def candidates(self, ctx: ReadContext) -> list[tuple[Candidate, bool]]:
+        """Every record of ``ctx.tenant`` whose scope lies in the context's scope closure.
+
+        The closure is the context's scopes and run plus every scope they are
+        transitively WITHIN. Each candidate comes with ``in_scope``: False only
+        for a run scope other than the context's own run.
+        """
         ...
 
-    def candidate(self, ctx: ReadContext, record_id: str) -> Candidate | None:
-        """One record of ``ctx.tenant`` with its graph facts, wherever it applies."""
+    def candidate(self, ctx: ReadContext, record_id: str) -> tuple[Candidate, bool] | None:
+        """One record of ``ctx.tenant`` with its graph facts and ``in_scope``, wherever it applies."""
         ...
 
     def all_records(self, tenant: str) -> list[MemoryRecord]: ...

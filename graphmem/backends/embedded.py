@@ -47,6 +47,12 @@ class EmbeddedBackend:
         self._compact_bytes = compact_bytes
         self.graph: nx.MultiDiGraph[Node] = nx.MultiDiGraph()
         self._audit: dict[str, list[AuditEvent]] = {}
+        # Earliest effect time of incoming SUPERSEDES / outgoing INVALIDATED_BY edges, per
+        # record node: kept in step with the edges so a recall need not scan them.
+        self._superseded_at: dict[Node, datetime] = {}
+        self._invalidated_at: dict[Node, datetime] = {}
+        # Gate facts per record, grouped by the scope the record applies to.
+        self._by_scope: dict[Node, dict[Node, Candidate]] = {}
         self._journal: Journal | None = None
         if directory is not None:
             self._journal = Journal(Path(directory))
@@ -78,12 +84,18 @@ class EmbeddedBackend:
             elif isinstance(op, ScopeWithin):
                 self._edge(_scope(op.tenant, op.child), _scope(op.tenant, op.parent), "WITHIN", {})
             elif isinstance(op, RelateScopes):
-                attrs = {"type": op.rel_type}
-                self._edge(_scope(op.tenant, op.a), _scope(op.tenant, op.b), "RELATED", attrs)
+                self._edge(_scope(op.tenant, op.a), _scope(op.tenant, op.b), "RELATED", {"type": op.rel_type})
             elif isinstance(op, AddEdge):
                 dst = _src(op.tenant, op.dst) if op.dst_is_source else _mem(op.tenant, op.dst)
                 attrs: dict[str, Any] = {"at": op.at, "reason": op.reason}
-                self._edge(_mem(op.tenant, op.src), dst, op.label, attrs)
+                src = _mem(op.tenant, op.src)
+                self._edge(src, dst, op.label, attrs)
+                target, index = (
+                    (dst, self._superseded_at) if op.label == "SUPERSEDES" else (src, self._invalidated_at)
+                )
+                index[target] = min(op.at, index.get(target, op.at))
+                if target[0] == "m":
+                    self._refresh(target)
             elif isinstance(op, AppendAudit):
                 self._audit.setdefault(op.event.tenant, []).append(op.event)
 
@@ -97,12 +109,22 @@ class EmbeddedBackend:
         key = f"RELATED:{attrs['type']}" if label == "RELATED" else label
         self.graph.add_edge(a, b, key=key, label=label, **attrs)
 
+    def _refresh(self, node: Node) -> None:
+        data = self.graph.nodes[node]
+        if "record" in data:
+            record: MemoryRecord = data["record"]
+            self._by_scope.setdefault(_scope(record.tenant, record.scope), {})[node] = Candidate.of(
+                record, self._superseded_at.get(node), self._invalidated_at.get(node)
+            )
+
     def _put_record(self, record: MemoryRecord) -> None:
         node = _mem(record.tenant, record.id)
-        if node in self.graph:
+        if node in self.graph and "record" in self.graph.nodes[node]:
             old: MemoryRecord = self.graph.nodes[node]["record"]
             if old.scope != record.scope:
-                self.graph.remove_edge(node, _scope(record.tenant, old.scope), key="APPLIES_TO")
+                old_scope = _scope(record.tenant, old.scope)
+                self.graph.remove_edge(node, old_scope, key="APPLIES_TO")
+                self._by_scope[old_scope].pop(node, None)
         self._node(node)
         self.graph.nodes[node]["record"] = record
         self._edge(node, _scope(record.tenant, record.scope), "APPLIES_TO", {})
@@ -113,6 +135,7 @@ class EmbeddedBackend:
             self._edge(node, src, "CITES", {})
         for parent in record.derived_from:
             self._edge(node, _mem(record.tenant, parent), "DERIVED_FROM", {})
+        self._refresh(node)
 
     def _state_ops(self) -> list[Op]:
         ops: list[Op] = []
@@ -179,40 +202,23 @@ class EmbeddedBackend:
         matching = {s for s in reachable if scope_type(s) != "run" or s == run}
         return reachable, matching
 
-    def _candidate(self, node: Node, record: MemoryRecord, matching: set[str]) -> Candidate:
-        superseded_at: datetime | None = None
-        invalidated_at: datetime | None = None
-        for _, edges in self.graph.pred[node].items():
-            for attrs in edges.values():
-                if attrs["label"] == "SUPERSEDES":
-                    at = attrs["at"]
-                    superseded_at = at if superseded_at is None else min(superseded_at, at)
-        for _, edges in self.graph.succ[node].items():
-            for attrs in edges.values():
-                if attrs["label"] == "INVALIDATED_BY":
-                    at = attrs["at"]
-                    invalidated_at = at if invalidated_at is None else min(invalidated_at, at)
-        return Candidate(record, superseded_at, invalidated_at, record.scope in matching, record.fingerprint)
-
-    def candidates(self, ctx: ReadContext) -> list[Candidate]:
+    def candidates(self, ctx: ReadContext) -> list[tuple[Candidate, bool]]:
         reachable, matching = self._matching_scopes(ctx)
-        out: list[Candidate] = []
+        out: list[tuple[Candidate, bool]] = []
         for scope in reachable:
-            snode = _scope(ctx.tenant, scope)
-            if snode not in self.graph:
-                continue
-            for node, edges in self.graph.pred[snode].items():
-                if node[0] == "m" and "APPLIES_TO" in edges:
-                    out.append(self._candidate(node, self.graph.nodes[node]["record"], matching))
+            group = self._by_scope.get(_scope(ctx.tenant, scope))
+            if group:
+                in_scope = scope in matching
+                out.extend((c, in_scope) for c in group.values())
         return out
 
-    def candidate(self, ctx: ReadContext, record_id: str) -> Candidate | None:
-        node = _mem(ctx.tenant, record_id)
+    def candidate(self, ctx: ReadContext, record_id: str) -> tuple[Candidate, bool] | None:
         record = self.get(ctx.tenant, record_id)
         if record is None:
             return None
         _, matching = self._matching_scopes(ctx)
-        return self._candidate(node, record, matching)
+        node = _mem(ctx.tenant, record_id)
+        return self._by_scope[_scope(ctx.tenant, record.scope)][node], record.scope in matching
 
     def all_records(self, tenant: str) -> list[MemoryRecord]:
         return [

@@ -58,10 +58,10 @@ class Sensitivity(StrEnum):
 
     @property
     def rank(self) -> int:
-        return _SENSITIVITY_ORDER.index(self)
+        return _SENSITIVITY_RANK[self]
 
 
-_SENSITIVITY_ORDER = list(Sensitivity)
+_SENSITIVITY_RANK = {s: i for i, s in enumerate(Sensitivity)}
 
 
 class DropReason(StrEnum):

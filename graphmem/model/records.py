@@ -6,7 +6,6 @@ import hashlib
 import re
 import unicodedata
 import uuid
-from functools import cached_property
 
 from pydantic import Field, field_validator
 
@@ -79,7 +78,6 @@ class MemoryRecord(GraphmemModel):
     def content_hash(self) -> str:
         return content_hash(self.content)
 
-    @cached_property
     def fingerprint(self) -> str:
         """Digest of every field: any change to the record changes it (receipts use it)."""
         return sha256(canonical_json(self.model_dump(mode="json")))
