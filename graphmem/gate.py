@@ -12,7 +12,7 @@ from datetime import datetime
 
 from graphmem.model import DropReason, Kind, MemoryRecord, ReadContext, Status
 
-__all__ = ["Candidate", "drop_reason", "validity_window"]
+__all__ = ["Candidate", "GateResult", "drop_reason", "run_gate", "validity_window"]
 
 _STATUS_REASONS = {
     Status.PENDING_APPROVAL: DropReason.PENDING_APPROVAL,
@@ -96,3 +96,29 @@ def drop_reason(candidate: Candidate, ctx: ReadContext, in_scope: bool) -> DropR
         if not set(record.preconditions) <= set(ctx.environment):
             return DropReason.PRECONDITION_UNMET
     return None
+
+
+@dataclass(slots=True)
+class GateResult:
+    """The gate's output for one read, whichever backend evaluated it.
+
+    ``verdicts`` has one (record id, fingerprint, drop reason or None) per
+    candidate; ``survivors`` the ranking inputs (id, content, recency,
+    embedding) of those whose reason is None.
+    """
+
+    verdicts: list[tuple[str, str, DropReason | None]]
+    survivors: list[tuple[str, str, float, tuple[float, ...] | None]]
+
+
+def run_gate(candidates: list[tuple[Candidate, bool]], ctx: ReadContext) -> GateResult:
+    """The reference gate over (candidate, in_scope) pairs."""
+    verdicts: list[tuple[str, str, DropReason | None]] = []
+    survivors: list[tuple[str, str, float, tuple[float, ...] | None]] = []
+    for cand, in_scope in candidates:
+        reason = drop_reason(cand, ctx, in_scope)
+        record = cand.record
+        verdicts.append((record.id, cand.fingerprint, reason))
+        if reason is None:
+            survivors.append((record.id, record.content, cand.recency, record.embedding))
+    return GateResult(verdicts, survivors)

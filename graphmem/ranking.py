@@ -11,10 +11,9 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
-from graphmem.model import MemoryRecord
-
-__all__ = ["SELECTOR_VERSION", "Ranked", "cosine", "rank", "term_counts", "tokenize"]
+__all__ = ["SELECTOR_VERSION", "Document", "cosine", "rank", "term_counts", "tokenize"]
 
 SELECTOR_VERSION = "graphmem-gate-bm25-cosine/1"
 
@@ -47,23 +46,27 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     return 0.0 if norm == 0.0 else dot / norm
 
 
-Ranked = tuple[MemoryRecord, float]
-Document = tuple[MemoryRecord, Counter[str], int, float]
+Document = tuple[str, str, float, tuple[float, ...] | None]
+"""What ranking needs of a survivor: (record id, content, recency timestamp, embedding)."""
+
+
+@lru_cache(maxsize=262_144)
+def _terms(content: str) -> tuple[Counter[str], int]:
+    return term_counts(content)
 
 
 def rank(
     survivors: Iterable[Document],
     query: str,
     query_embedding: Sequence[float] | None = None,
-) -> list[Ranked]:
+) -> list[tuple[str, float]]:
     """Score and order survivors: best first, ties newer first, then by id.
 
-    ``survivors`` carries each record's term counts, length and recency
-    timestamp (newer first on ties). The lexical score is BM25 normalised by the best survivor's, so it
-    lies in [0, 1]; when the query and a record both carry embeddings, the
-    score is an even blend with cosine similarity mapped to [0, 1].
+    The lexical score is BM25 normalised by the best survivor's, so it lies in
+    [0, 1]; when the query and a record both carry embeddings, the score is an
+    even blend with cosine similarity mapped to [0, 1]. Returns (id, score).
     """
-    docs = list(survivors)
+    docs = [(rid, *_terms(content), recency, emb) for rid, content, recency, emb in survivors]
     terms = list(dict.fromkeys(tokenize(query)))
     n = len(docs)
     raw: list[float] = [0.0] * n
@@ -71,21 +74,21 @@ def rank(
         avg_len = sum(doc[2] for doc in docs) / n or 1.0
         df = {t: sum(1 for doc in docs if t in doc[1]) for t in terms}
         idf = {t: math.log(1.0 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in terms}
-        for i, (_, counts, length, _) in enumerate(docs):
+        for i, (_, counts, length, _, _) in enumerate(docs):
             score = 0.0
-            norm = _K1 * (1.0 - _B + _B * length / avg_len)
             for t in terms:
                 tf = counts.get(t, 0)
                 if tf:
+                    norm = _K1 * (1.0 - _B + _B * length / avg_len)
                     score += idf[t] * tf * (_K1 + 1.0) / (tf + norm)
             raw[i] = score
     best = max(raw, default=0.0)
-    keyed: list[tuple[float, float, str, MemoryRecord]] = []
-    for (record, _, _, recency), lexical in zip(docs, raw, strict=True):
+    keyed: list[tuple[float, float, str]] = []
+    for (rid, _, _, recency, embedding), lexical in zip(docs, raw, strict=True):
         score = lexical / best if best > 0.0 else 0.0
-        if query_embedding is not None and record.embedding is not None:
-            similarity = (cosine(query_embedding, record.embedding) + 1.0) / 2.0
+        if query_embedding is not None and embedding is not None:
+            similarity = (cosine(query_embedding, embedding) + 1.0) / 2.0
             score = _LEXICAL_WEIGHT * score + (1.0 - _LEXICAL_WEIGHT) * similarity
-        keyed.append((-round(score, _DIGITS), -recency, record.id, record))
-    keyed.sort(key=lambda item: item[:3])
-    return [(record, -neg_score) for neg_score, _, _, record in keyed]
+        keyed.append((-round(score, _DIGITS), -recency, rid))
+    keyed.sort()
+    return [(rid, -neg_score) for neg_score, _, rid in keyed]

@@ -8,10 +8,8 @@ receipts. Backends only move graph data.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from functools import lru_cache
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -28,7 +26,6 @@ from graphmem.backends.base import (
 )
 from graphmem.contracts import check_record
 from graphmem.errors import ConflictError, ContractViolation, LineageError, NotFound
-from graphmem.gate import Candidate, drop_reason
 from graphmem.model import (
     AuditEvent,
     Decision,
@@ -41,18 +38,13 @@ from graphmem.model import (
     utcnow,
 )
 from graphmem.model.base import AwareDatetime, ScopeKey, Tenant
-from graphmem.ranking import SELECTOR_VERSION, rank, term_counts
+from graphmem.ranking import SELECTOR_VERSION, rank
 from graphmem.receipts import build_receipt, receipt_is_consistent
 
 __all__ = ["MemoryStore"]
 
 _REL_TYPE = re.compile(r"[A-Z][A-Z0-9_]{0,31}")
 Clock = Callable[[], datetime]
-
-
-@lru_cache(maxsize=262_144)
-def _cached_terms(content: str) -> tuple[Counter[str], int]:
-    return term_counts(content)
 
 
 class _TenantArg(GraphmemModel):
@@ -313,77 +305,57 @@ class MemoryStore:
         """Gate every candidate in SPEC §3's order, rank only the survivors, and receipt it.
 
         With ``explain=True`` the selection carries a ``Decision`` for every
-        candidate; otherwise only for the selected records.
+        candidate, ranked ones in rank order and then the gate's drops by id;
+        otherwise only for the selected records.
         """
         if not isinstance(ctx, ReadContext):
             raise ContractViolation("recall() needs a ReadContext", code="not_a_context")
-        candidates = self.backend.candidates(ctx)
-        return self._select(ctx, query, query_embedding, candidates, explain)
-
-    def _select(
-        self,
-        ctx: ReadContext,
-        query: str,
-        query_embedding: Sequence[float] | None,
-        candidates: list[tuple[Candidate, bool]],
-        explain: bool,
-    ) -> Selection:
-        # (record id, selected, reason, score) per candidate; Decision models only for what is shown.
-        verdicts: dict[str, tuple[str, bool, DropReason | None, float | None]] = {}
-        survivors = []
-        for cand, in_scope in candidates:
-            dropped = drop_reason(cand, ctx, in_scope)
-            if dropped is None:
-                counts, length = _cached_terms(cand.record.content)
-                survivors.append((cand.record, counts, length, cand.recency))
-            else:
-                verdicts[cand.record.id] = (cand.record.id, False, dropped, None)
-        selected: list[MemoryRecord] = []
+        gated = self.backend.gate(ctx)
+        verdicts: dict[str, tuple[str, bool, DropReason | None, float | None]] = {
+            rid: (rid, False, reason, None) for rid, _, reason in gated.verdicts if reason is not None
+        }
+        selected_ids: list[str] = []
         ranked_ids: list[str] = []
-        for record, score in rank(survivors, query, query_embedding):
+        for rid, score in rank(gated.survivors, query, query_embedding):
             if score < ctx.min_score:
                 reason: DropReason | None = DropReason.BELOW_MIN_SCORE
-            elif len(selected) >= ctx.limit:
+            elif len(selected_ids) >= ctx.limit:
                 reason = DropReason.SELECTION_LIMIT
             else:
                 reason = None
-                selected.append(record)
-            verdicts[record.id] = (record.id, reason is None, reason, score)
-            ranked_ids.append(record.id)
-        selected_ids = [r.id for r in selected]
+                selected_ids.append(rid)
+            verdicts[rid] = (rid, reason is None, reason, score)
+            ranked_ids.append(rid)
         receipt = build_receipt(
             ctx,
             query,
             query_embedding,
-            ((c.record.id, c.fingerprint) for c, _ in candidates),
+            ((rid, fp) for rid, fp, _ in gated.verdicts),
             verdicts.values(),
             selected_ids,
             SELECTOR_VERSION,
         )
-        # Ranked candidates in rank order, then the gate's drops by id: the same on every backend.
-        if explain:
-            shown = ranked_ids + sorted(i for i, v in verdicts.items() if v[3] is None)
-        else:
-            shown = selected_ids
+        shown = (
+            ranked_ids + sorted(i for i, v in verdicts.items() if v[3] is None) if explain else selected_ids
+        )
         decisions = tuple(
             Decision.model_construct(record_id=i, selected=v[1], reason=v[2], score=v[3])
             for i, v in ((i, verdicts[i]) for i in shown)
         )
-        return Selection(records=tuple(selected), decisions=decisions, receipt=receipt)
+        records = tuple(self.backend.get_many(ctx.tenant, selected_ids))
+        return Selection(records=records, decisions=decisions, receipt=receipt)
 
     def explain(self, ctx: ReadContext, record_id: str, query: str = "") -> Decision:
         """Why ``record_id`` was (not) used for ``ctx``: its decision, wherever the record applies.
 
         Raises ``NotFound`` if the tenant has no such record.
         """
-        found = self.backend.candidate(ctx, record_id)
+        found = self.backend.gate_one(ctx, record_id)
         if found is None:
             raise NotFound(f"no record {record_id!r} in tenant {ctx.tenant!r}")
-        reason = drop_reason(found[0], ctx, found[1])
-        if reason is not None:
-            return Decision(record_id=record_id, selected=False, reason=reason)
-        selection = self.recall(ctx, query, explain=True)
-        for decision in selection.decisions:
+        if found[1] is not None:
+            return Decision(record_id=record_id, selected=False, reason=found[1])
+        for decision in self.recall(ctx, query, explain=True).decisions:
             if decision.record_id == record_id:
                 return decision
         raise NotFound(f"record {record_id!r} changed while it was explained; ask again")

@@ -13,8 +13,8 @@ from typing import Annotated, Literal, Protocol, Union
 
 from pydantic import Field
 
-from graphmem.gate import Candidate
-from graphmem.model import AuditEvent, GraphmemModel, MemoryRecord, ReadContext
+from graphmem.gate import GateResult
+from graphmem.model import AuditEvent, DropReason, GraphmemModel, MemoryRecord, ReadContext
 from graphmem.model.base import AwareDatetime
 
 __all__ = [
@@ -94,17 +94,21 @@ class Backend(Protocol):
 
     def source_exists(self, tenant: str, source_id: str) -> bool: ...
 
-    def candidates(self, ctx: ReadContext) -> list[tuple[Candidate, bool]]:
-        """Every record of ``ctx.tenant`` whose scope lies in the context's scope closure.
+    def gate(self, ctx: ReadContext) -> GateResult:
+        """Gate every candidate of ``ctx``: the tenant's records whose scope lies in the context's closure.
 
         The closure is the context's scopes and run plus every scope they are
-        transitively WITHIN. Each candidate comes with ``in_scope``: False only
-        for a run scope other than the context's own run.
+        transitively WITHIN; a run scope other than the context's own run is
+        in the closure but out of scope (``scope_mismatch``).
         """
         ...
 
-    def candidate(self, ctx: ReadContext, record_id: str) -> tuple[Candidate, bool] | None:
-        """One record of ``ctx.tenant`` with its graph facts and ``in_scope``, wherever it applies."""
+    def gate_one(self, ctx: ReadContext, record_id: str) -> tuple[str, DropReason | None] | None:
+        """(fingerprint, drop reason) of one record of ``ctx.tenant`` wherever it applies, or None."""
+        ...
+
+    def get_many(self, tenant: str, record_ids: Sequence[str]) -> list[MemoryRecord]:
+        """The records with these ids, in the given order (missing ones left out)."""
         ...
 
     def all_records(self, tenant: str) -> list[MemoryRecord]: ...

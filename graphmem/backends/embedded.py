@@ -17,8 +17,8 @@ from pydantic import TypeAdapter
 
 from graphmem.backends.base import AddEdge, AppendAudit, Op, PutRecord, RelateScopes, ScopeWithin
 from graphmem.backends.journal import Journal
-from graphmem.gate import Candidate
-from graphmem.model import AuditEvent, MemoryRecord, ReadContext, Source, scope_type
+from graphmem.gate import Candidate, GateResult, drop_reason, run_gate
+from graphmem.model import AuditEvent, DropReason, MemoryRecord, ReadContext, Source, scope_type
 
 __all__ = ["EmbeddedBackend"]
 
@@ -212,13 +212,19 @@ class EmbeddedBackend:
                 out.extend((c, in_scope) for c in group.values())
         return out
 
-    def candidate(self, ctx: ReadContext, record_id: str) -> tuple[Candidate, bool] | None:
+    def gate(self, ctx: ReadContext) -> GateResult:
+        return run_gate(self.candidates(ctx), ctx)
+
+    def gate_one(self, ctx: ReadContext, record_id: str) -> tuple[str, DropReason | None] | None:
         record = self.get(ctx.tenant, record_id)
         if record is None:
             return None
         _, matching = self._matching_scopes(ctx)
-        node = _mem(ctx.tenant, record_id)
-        return self._by_scope[_scope(ctx.tenant, record.scope)][node], record.scope in matching
+        cand = self._by_scope[_scope(ctx.tenant, record.scope)][_mem(ctx.tenant, record_id)]
+        return cand.fingerprint, drop_reason(cand, ctx, record.scope in matching)
+
+    def get_many(self, tenant: str, record_ids: Sequence[str]) -> list[MemoryRecord]:
+        return [r for r in (self.get(tenant, i) for i in record_ids) if r is not None]
 
     def all_records(self, tenant: str) -> list[MemoryRecord]:
         return [
