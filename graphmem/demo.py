@@ -27,12 +27,12 @@ SCOPE = "case:merchant-demo"
 DOMAIN = "domain:payments"
 
 
-def _records() -> list[MemoryRecord]:
+def _records(tenant: str) -> list[MemoryRecord]:
     day = timedelta(days=1)
     ticket = Source(id="src-ticket-4411", type="message", trust=Trust.UNTRUSTED, locator="support://4411")
     postmortem = Source(id="src-postmortem-12", type="document", trust=Trust.TRUSTED, locator="wiki://pm-12")
     gateway_doc = Source(id="src-gateway-policy", type="document", trust=Trust.TRUSTED, locator="docs://gw")
-    common: dict[str, Any] = {"tenant": TENANT, "created_at": NOW - 30 * day}
+    common: dict[str, Any] = {"tenant": tenant, "created_at": NOW - 30 * day}
     return [
         MemoryRecord(
             id="obs-current",
@@ -102,10 +102,10 @@ def _records() -> list[MemoryRecord]:
     ]
 
 
-def _procedure_v2() -> MemoryRecord:
+def _procedure_v2(tenant: str) -> MemoryRecord:
     return MemoryRecord(
         id="proc-capture-retry-v2",
-        tenant=TENANT,
+        tenant=tenant,
         kind=Kind.PROCEDURAL,
         scope=DOMAIN,
         content=(
@@ -122,18 +122,19 @@ def _procedure_v2() -> MemoryRecord:
     )
 
 
-def build_store(store: MemoryStore) -> MemoryStore:
-    """Write the scenario into ``store`` (tenant ``acme``)."""
-    store.scope_within(TENANT, f"run:{RUN}", SCOPE)
-    store.scope_within(TENANT, SCOPE, DOMAIN)
-    store.add_many(_records())
-    store.supersede(TENANT, "proc-capture-retry-v1", _procedure_v2(), reason="v2 reads status back first")
+def build_store(store: MemoryStore, tenant: str = TENANT) -> MemoryStore:
+    """Write the scenario into ``store`` under ``tenant``."""
+    store.scope_within(tenant, f"run:{RUN}", SCOPE)
+    store.scope_within(tenant, SCOPE, DOMAIN)
+    store.add_many(_records(tenant))
+    v2 = _procedure_v2(tenant)
+    store.supersede(tenant, "proc-capture-retry-v1", v2, reason="v2 reads status back first")
     return store
 
 
-def context(kinds: tuple[Kind, ...], environment: tuple[str, ...] = ()) -> ReadContext:
+def context(tenant: str, kinds: tuple[Kind, ...], environment: tuple[str, ...] = ()) -> ReadContext:
     return ReadContext(
-        tenant=TENANT, scopes=(SCOPE,), run_id=RUN, now=NOW, kinds=kinds, environment=environment
+        tenant=tenant, scopes=(SCOPE,), run_id=RUN, now=NOW, kinds=kinds, environment=environment
     )
 
 
@@ -165,15 +166,16 @@ class DemoResult:
         }
 
 
-def run_demo(store: MemoryStore | None = None) -> DemoResult:
+def run_demo(store: MemoryStore | None = None, tenant: str = TENANT) -> DemoResult:
     """Run the walk-through on ``store`` (default: a fresh embedded store)."""
-    store = build_store(store or MemoryStore.embedded())
-    v2 = context((Kind.PROCEDURAL,), ("gateway-v2", "status-readback"))
+    store = build_store(store or MemoryStore.embedded(), tenant)
+    v2 = context(tenant, (Kind.PROCEDURAL,), ("gateway-v2", "status-readback"))
     procedure_v2 = store.recall(v2, QUESTION, explain=True)
-    procedure_v1 = store.recall(context((Kind.PROCEDURAL,), ("gateway-v1",)), QUESTION, explain=True)
-    history = store.recall(context((Kind.EPISODIC,)), QUESTION, explain=True)
+    v1 = context(tenant, (Kind.PROCEDURAL,), ("gateway-v1",))
+    procedure_v1 = store.recall(v1, QUESTION, explain=True)
+    history = store.recall(context(tenant, (Kind.EPISODIC,)), QUESTION, explain=True)
     return DemoResult(
-        untyped=similarity_search(store, TENANT, QUESTION, k=5),
+        untyped=similarity_search(store, tenant, QUESTION, k=5),
         procedure_v2_env=procedure_v2,
         procedure_v1_env=procedure_v1,
         history=history,

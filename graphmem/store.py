@@ -107,7 +107,15 @@ class MemoryStore:
         """A store on a Neo4j 5 server (``auth=(user, password)``, ``database=``, or ``driver=``)."""
         from graphmem.backends.neo4j import Neo4jBackend
 
-        return cls(Neo4jBackend(uri, **options), clock=clock)
+        return cls(Neo4jBackend.connect(uri, **options), clock=clock)
+
+    def setup(self) -> int:
+        """Apply the backend's schema (constraints, indexes) — explicit, versioned, idempotent.
+
+        The embedded backend needs none and returns 0.
+        """
+        setup = getattr(self.backend, "setup", None)
+        return 0 if setup is None else int(setup())
 
     def close(self) -> None:
         """Release drivers and files. The store is unusable afterwards."""

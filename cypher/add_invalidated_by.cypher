@@ -1,0 +1,17 @@
+// record INVALIDATED_BY a memory or a source from row.at; record.invalidated_at keeps the earliest.
+UNWIND $rows AS row
+MATCH (record:Memory {tenant: row.tenant, id: row.src})
+CALL (row) {
+  MATCH (cause:Memory {tenant: row.tenant, id: row.dst})
+  WHERE NOT row.dst_is_source
+  RETURN cause
+  UNION
+  MATCH (cause:Source {tenant: row.tenant, id: row.dst})
+  WHERE row.dst_is_source
+  RETURN cause
+}
+MERGE (record)-[e:INVALIDATED_BY]->(cause)
+SET e.at = row.at, e.reason = row.reason
+SET record.invalidated_at = CASE
+  WHEN record.invalidated_at IS NULL OR row.at < record.invalidated_at THEN row.at
+  ELSE record.invalidated_at END

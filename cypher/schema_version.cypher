@@ -1,0 +1,3 @@
+// The schema version applied so far (none before the first setup).
+OPTIONAL MATCH (v:GraphmemSchema {name: 'graphmem'})
+RETURN v.version AS version
