@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
-__all__ = ["SELECTOR_VERSION", "Document", "cosine", "rank", "term_counts", "tokenize"]
+__all__ = ["SELECTOR_VERSION", "Document", "cosine", "forget_cached_terms", "rank", "term_counts", "tokenize"]
 
 SELECTOR_VERSION = "graphmem-gate-bm25-cosine/1"
 
@@ -53,6 +53,11 @@ Document = tuple[str, str, float, tuple[float, ...] | None]
 @lru_cache(maxsize=262_144)
 def _terms(content: str) -> tuple[Counter[str], int]:
     return term_counts(content)
+
+
+def forget_cached_terms() -> None:
+    """Drop cached term counts, so erased content does not linger in memory."""
+    _terms.cache_clear()
 
 
 def rank(

@@ -7,7 +7,6 @@ receipts. Backends only move graph data.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -15,8 +14,8 @@ from types import TracebackType
 from typing import Any, Self
 from urllib.parse import unquote, urlparse
 
+from graphmem._args import check_rel_type, check_scope, check_tenant
 from graphmem.backends.base import (
-    AddEdge,
     AppendAudit,
     Backend,
     Op,
@@ -26,57 +25,32 @@ from graphmem.backends.base import (
 )
 from graphmem.contracts import check_record
 from graphmem.errors import ConflictError, ContractViolation, LineageError, NotFound
+from graphmem.lineage_ops import LineageOps
 from graphmem.model import (
     AuditEvent,
     Decision,
     DropReason,
-    GraphmemModel,
     MemoryRecord,
     ReadContext,
     Receipt,
     Selection,
     utcnow,
 )
-from graphmem.model.base import AwareDatetime, ScopeKey, Tenant
 from graphmem.ranking import SELECTOR_VERSION, rank
 from graphmem.receipts import build_receipt, receipt_is_consistent
 
 __all__ = ["MemoryStore"]
 
-_REL_TYPE = re.compile(r"[A-Z][A-Z0-9_]{0,31}")
 Clock = Callable[[], datetime]
 
 
-class _TenantArg(GraphmemModel):
-    tenant: Tenant
-
-
-class _ScopeArg(GraphmemModel):
-    scope: ScopeKey
-
-
-class _TimeArg(GraphmemModel):
-    at: AwareDatetime
-
-
-def _check_tenant(tenant: str) -> str:
-    return str(_TenantArg(tenant=tenant).tenant)
-
-
-def _check_scope(scope: str) -> str:
-    return str(_ScopeArg(scope=scope).scope)
-
-
-def _aware(at: datetime) -> datetime:
-    return _TimeArg(at=at).at
-
-
-class MemoryStore:
+class MemoryStore(LineageOps):
     """Typed, governed memory. Open with ``embedded()``, ``neo4j()`` or ``open(uri)``."""
 
-    def __init__(self, backend: Backend, *, clock: Clock = utcnow) -> None:
+    def __init__(self, backend: Backend, *, clock: Clock = utcnow, min_support: int = 1) -> None:
         self.backend = backend
         self.clock = clock
+        self.min_support = min_support
 
     # -- opening and closing ----------------------------------------------
 
@@ -210,78 +184,13 @@ class MemoryStore:
         self.backend.apply([*ops, *extra])
         return batch
 
-    def supersede(self, tenant: str, old_id: str, new_record: MemoryRecord, reason: str) -> MemoryRecord:
-        """Write ``new_record`` as the replacement of ``old_id``; the old one stays for history.
-
-        The supersession takes effect at the replacement's valid_from (else its
-        event time, else now). The replacement must be new and share the old
-        record's tenant, kind and scope.
-        """
-        tenant = _check_tenant(tenant)
-        old = self.backend.get(tenant, old_id)
-        if old is None:
-            raise NotFound(f"cannot supersede {old_id!r}: no such record in tenant {tenant!r}")
-        if new_record.id == old_id:
-            raise LineageError(f"record {old_id!r} cannot supersede itself", code="self_supersession")
-        if new_record.tenant != tenant:
-            raise LineageError(
-                f"replacement {new_record.id!r} belongs to tenant {new_record.tenant!r}, not {tenant!r}; "
-                "no edge crosses tenants",
-                code="cross_tenant",
-            )
-        if (new_record.kind, new_record.scope) != (old.kind, old.scope):
-            raise LineageError(
-                f"replacement {new_record.id!r} must share the kind and scope of {old_id!r} "
-                f"({old.kind.value}, {old.scope}); got ({new_record.kind.value}, {new_record.scope})",
-                code="replacement_mismatch",
-            )
-        at = new_record.valid_from or new_record.event_time or self.clock()
-        self._write_new(
-            [new_record],
-            extra=[AddEdge(tenant=tenant, label="SUPERSEDES", src=new_record.id, dst=old_id, at=at)],
-            action="superseded",
-            reason=reason,
-            record_ids=(new_record.id, old_id),
-        )
-        return new_record
-
-    def invalidate(
-        self, tenant: str, record_id: str, by: str, reason: str, at: datetime | None = None
-    ) -> None:
-        """Record that ``record_id`` stopped holding at ``at`` (default now) because of ``by``.
-
-        ``by`` is a record id or a source id of the same tenant.
-        """
-        tenant = _check_tenant(tenant)
-        if self.backend.get(tenant, record_id) is None:
-            raise NotFound(f"cannot invalidate {record_id!r}: no such record in tenant {tenant!r}")
-        if by == record_id:
-            raise LineageError(f"record {record_id!r} cannot invalidate itself", code="self_invalidation")
-        by_source = self.backend.get(tenant, by) is None
-        if by_source and not self.backend.source_exists(tenant, by):
-            raise NotFound(f"{by!r} is neither a record nor a source of tenant {tenant!r}")
-        when = self.clock() if at is None else _aware(at)
-        edge = AddEdge(
-            tenant=tenant,
-            label="INVALIDATED_BY",
-            src=record_id,
-            dst=by,
-            dst_is_source=by_source,
-            at=when,
-            reason=reason,
-        )
-        audit = AuditEvent(
-            tenant=tenant, action="invalidated", record_ids=(record_id,), reason=reason, at=self.clock()
-        )
-        self.backend.apply([edge, AppendAudit(event=audit)])
-
     def get(self, tenant: str, record_id: str) -> MemoryRecord | None:
         """The stored record, or ``None``. Raises ``ContractViolation`` for a missing tenant."""
-        return self.backend.get(_check_tenant(tenant), record_id)
+        return self.backend.get(check_tenant(tenant), record_id)
 
     def scope_within(self, tenant: str, child: str, parent: str) -> None:
         """Declare ``child`` WITHIN ``parent``: records of ``parent`` apply inside ``child``."""
-        tenant, child, parent = _check_tenant(tenant), _check_scope(child), _check_scope(parent)
+        tenant, child, parent = check_tenant(tenant), check_scope(child), check_scope(parent)
         if child == parent or child in self.backend.scope_ancestors(tenant, [parent]):
             raise LineageError(
                 f"{child!r} WITHIN {parent!r} would make a cycle of scopes", code="scope_cycle"
@@ -292,12 +201,8 @@ class MemoryStore:
 
     def relate_scopes(self, tenant: str, a: str, rel_type: str, b: str) -> None:
         """Declare a typed relation between two scopes, e.g. ``merchant:m1 USES system:gw-2``."""
-        tenant, a, b = _check_tenant(tenant), _check_scope(a), _check_scope(b)
-        if not _REL_TYPE.fullmatch(rel_type):
-            raise ContractViolation(
-                f"relation type {rel_type!r} must be upper-case letters, digits and _, e.g. USES",
-                code="invalid_relation_type",
-            )
+        tenant, a, b = check_tenant(tenant), check_scope(a), check_scope(b)
+        check_rel_type(rel_type)
         self.backend.apply([RelateScopes(tenant=tenant, a=a, rel_type=rel_type, b=b)])
 
     # -- reading ----------------------------------------------------------
@@ -379,4 +284,4 @@ class MemoryStore:
         self, tenant: str, record_id: str | None = None, since: datetime | None = None
     ) -> list[AuditEvent]:
         """Audit events of ``tenant``, optionally about one record and/or since a time."""
-        return self.backend.audit(_check_tenant(tenant), record_id, since)
+        return self.backend.audit(check_tenant(tenant), record_id, since)

@@ -8,13 +8,22 @@ records and the graph facts the gate needs; the gate itself lives in
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Literal, Protocol, Union
 
 from pydantic import Field
 
 from graphmem.gate import GateResult
-from graphmem.model import AuditEvent, DropReason, GraphmemModel, MemoryRecord, ReadContext
+from graphmem.model import (
+    AuditEvent,
+    DropReason,
+    GraphmemModel,
+    MemoryRecord,
+    ReadContext,
+    Source,
+    Status,
+)
 from graphmem.model.base import AwareDatetime
 
 __all__ = [
@@ -75,6 +84,33 @@ Op = Annotated[
 ]
 
 
+@dataclass(frozen=True, slots=True)
+class ParentState:
+    """What support a DERIVED_FROM parent still gives: its status and effect times."""
+
+    id: str
+    status: Status
+    superseded_at: datetime | None
+    invalidated_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class Dependent:
+    """A record downstream of a change, with the state of each of its parents."""
+
+    record: MemoryRecord
+    parents: tuple[ParentState, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LineageEdgeRow:
+    src: str
+    dst: str
+    type: str
+    at: datetime | None
+    reason: str | None
+
+
 class Backend(Protocol):
     """Graph I/O for one store. Implementations: embedded (networkx) and Neo4j."""
 
@@ -112,6 +148,41 @@ class Backend(Protocol):
         ...
 
     def all_records(self, tenant: str) -> list[MemoryRecord]: ...
+
+    def scope_exists(self, tenant: str, scope: str) -> bool: ...
+
+    def scope_descendants(self, tenant: str, scope: str) -> set[str]:
+        """``scope`` plus every scope transitively WITHIN it."""
+        ...
+
+    def records_applying(self, tenant: str, scopes: Sequence[str]) -> list[MemoryRecord]:
+        """Records whose APPLIES_TO scope is one of ``scopes``."""
+        ...
+
+    def citing(self, tenant: str, source_id: str) -> list[MemoryRecord]:
+        """Records with a CITES edge to the source."""
+        ...
+
+    def source(self, tenant: str, source_id: str) -> Source | None: ...
+
+    def downstream(self, tenant: str, record_ids: Sequence[str]) -> list[Dependent]:
+        """Every record transitively derived from ``record_ids`` (not those themselves)."""
+        ...
+
+    def related_scopes(self, tenant: str, anchor: str, via: Sequence[str], hops: int) -> set[str]:
+        """Scopes reachable from ``anchor`` over RELATED edges of the given types, either direction."""
+        ...
+
+    def trace(
+        self, tenant: str, record_id: str, depth: int
+    ) -> tuple[list[MemoryRecord], list[Source], list[LineageEdgeRow]]:
+        """The upstream lineage of a record: DERIVED_FROM ancestors up to ``depth`` hops, with the
+        CITES, SUPERSEDES (both directions) and INVALIDATED_BY edges of every record reached."""
+        ...
+
+    def export_ops(self, tenant: str) -> list[Op]:
+        """Operations that rebuild the tenant exactly: records, scope edges, lineage edges, audit."""
+        ...
 
     def audit(self, tenant: str, record_id: str | None, since: datetime | None) -> list[AuditEvent]: ...
 

@@ -15,7 +15,17 @@ from typing import Any
 import networkx as nx
 from pydantic import TypeAdapter
 
-from graphmem.backends.base import AddEdge, AppendAudit, Op, PutRecord, RelateScopes, ScopeWithin
+from graphmem.backends.base import (
+    AddEdge,
+    AppendAudit,
+    Dependent,
+    LineageEdgeRow,
+    Op,
+    ParentState,
+    PutRecord,
+    RelateScopes,
+    ScopeWithin,
+)
 from graphmem.backends.journal import Journal
 from graphmem.gate import Candidate, GateResult, drop_reason, run_gate
 from graphmem.model import AuditEvent, DropReason, MemoryRecord, ReadContext, Source, scope_type
@@ -131,24 +141,30 @@ class EmbeddedBackend:
         for source in record.sources:
             src = _src(record.tenant, source.id)
             self._node(src)
-            self.graph.nodes[src]["source"] = source
+            # Quotes live only in the records that carry them, so erasing a record erases its quotes.
+            self.graph.nodes[src]["source"] = source.model_copy(update={"quote": None})
             self._edge(node, src, "CITES", {})
         for parent in record.derived_from:
             self._edge(node, _mem(record.tenant, parent), "DERIVED_FROM", {})
         self._refresh(node)
 
-    def _state_ops(self) -> list[Op]:
-        ops: list[Op] = []
+    def _state_ops(self, tenant: str | None = None) -> list[Op]:
+        """Ops that rebuild the state (of one tenant), in a canonical order."""
+        records: list[Op] = []
         for node, data in self.graph.nodes(data=True):
-            if node[0] == "m":
-                ops.append(PutRecord(record=data["record"]))
+            if node[0] == "m" and "record" in data and tenant in (None, node[1]):
+                records.append(PutRecord(record=data["record"]))
+        records.sort(key=lambda op: (op.record.tenant, op.record.id) if isinstance(op, PutRecord) else ())
+        edges: list[Op] = []
         for a, b, data in self.graph.edges(data=True):
+            if tenant not in (None, a[1]):
+                continue
             if a[0] == "s" and data["label"] == "WITHIN":
-                ops.append(ScopeWithin(tenant=a[1], child=a[2], parent=b[2]))
+                edges.append(ScopeWithin(tenant=a[1], child=a[2], parent=b[2]))
             elif a[0] == "s" and data["label"] == "RELATED":
-                ops.append(RelateScopes(tenant=a[1], a=a[2], rel_type=data["type"], b=b[2]))
+                edges.append(RelateScopes(tenant=a[1], a=a[2], rel_type=data["type"], b=b[2]))
             elif data["label"] in {"SUPERSEDES", "INVALIDATED_BY"}:
-                ops.append(
+                edges.append(
                     AddEdge(
                         tenant=a[1],
                         label=data["label"],
@@ -159,9 +175,14 @@ class EmbeddedBackend:
                         reason=data["reason"],
                     )
                 )
-        for events in self._audit.values():
-            ops.extend(AppendAudit(event=e) for e in events)
-        return ops
+        edges.sort(key=lambda op: op.model_dump_json())
+        audit: list[Op] = [
+            AppendAudit(event=e) for t, events in self._audit.items() if tenant in (None, t) for e in events
+        ]
+        return [*records, *edges, *audit]
+
+    def export_ops(self, tenant: str) -> list[Op]:
+        return self._state_ops(tenant)
 
     # -- reads ------------------------------------------------------------
 
@@ -225,6 +246,128 @@ class EmbeddedBackend:
 
     def get_many(self, tenant: str, record_ids: Sequence[str]) -> list[MemoryRecord]:
         return [r for r in (self.get(tenant, i) for i in record_ids) if r is not None]
+
+    def scope_exists(self, tenant: str, scope: str) -> bool:
+        return _scope(tenant, scope) in self.graph
+
+    def scope_descendants(self, tenant: str, scope: str) -> set[str]:
+        seen = {scope}
+        stack = [_scope(tenant, scope)]
+        while stack:
+            node = stack.pop()
+            if node not in self.graph:
+                continue
+            for child, edges in self.graph.pred[node].items():
+                if child[0] == "s" and "WITHIN" in edges and child[2] not in seen:
+                    seen.add(child[2])
+                    stack.append(child)
+        return seen
+
+    def records_applying(self, tenant: str, scopes: Sequence[str]) -> list[MemoryRecord]:
+        out: list[MemoryRecord] = []
+        for scope in scopes:
+            group = self._by_scope.get(_scope(tenant, scope), {})
+            out.extend(c.record for c in group.values())
+        return out
+
+    def citing(self, tenant: str, source_id: str) -> list[MemoryRecord]:
+        node = _src(tenant, source_id)
+        if node not in self.graph:
+            return []
+        return [
+            self.graph.nodes[m]["record"]
+            for m, edges in self.graph.pred[node].items()
+            if m[0] == "m" and "CITES" in edges
+        ]
+
+    def _parents(self, node: Node) -> list[Node]:
+        return [p for p, edges in self.graph.succ[node].items() if p[0] == "m" and "DERIVED_FROM" in edges]
+
+    def _children(self, node: Node) -> list[Node]:
+        return [c for c, edges in self.graph.pred[node].items() if c[0] == "m" and "DERIVED_FROM" in edges]
+
+    def downstream(self, tenant: str, record_ids: Sequence[str]) -> list[Dependent]:
+        start = [_mem(tenant, i) for i in record_ids]
+        seen = set(start)
+        order: list[Node] = []
+        stack = [n for n in start if n in self.graph]
+        while stack:
+            for child in self._children(stack.pop()):
+                if child not in seen:
+                    seen.add(child)
+                    order.append(child)
+                    stack.append(child)
+        out: list[Dependent] = []
+        for node in order:
+            parents = tuple(
+                ParentState(
+                    p[2],
+                    self.graph.nodes[p]["record"].status,
+                    self._superseded_at.get(p),
+                    self._invalidated_at.get(p),
+                )
+                for p in self._parents(node)
+            )
+            out.append(Dependent(self.graph.nodes[node]["record"], parents))
+        return out
+
+    def related_scopes(self, tenant: str, anchor: str, via: Sequence[str], hops: int) -> set[str]:
+        wanted = set(via)
+        frontier = {_scope(tenant, anchor)}
+        seen = set(frontier)
+        for _ in range(hops):
+            step: set[Node] = set()
+            for node in frontier:
+                if node not in self.graph:
+                    continue
+                for other, edges in (*self.graph.succ[node].items(), *self.graph.pred[node].items()):
+                    if other[0] == "s" and any(
+                        a["label"] == "RELATED" and a["type"] in wanted for a in edges.values()
+                    ):
+                        step.add(other)
+            frontier = step - seen
+            seen |= frontier
+        return {n[2] for n in seen}
+
+    def trace(
+        self, tenant: str, record_id: str, depth: int
+    ) -> tuple[list[MemoryRecord], list[Source], list[LineageEdgeRow]]:
+        root = _mem(tenant, record_id)
+        if self.get(tenant, record_id) is None:
+            return [], [], []
+        upstream = {root}
+        frontier = [root]
+        for _ in range(depth):
+            frontier = [p for n in frontier for p in self._parents(n) if p not in upstream]
+            upstream.update(frontier)
+            if not frontier:
+                break
+        memories: set[Node] = set(upstream)
+        sources: set[Node] = set()
+        edges: list[LineageEdgeRow] = []
+        for node in upstream:
+            for other, attrs_by_key in self.graph.succ[node].items():
+                for attrs in attrs_by_key.values():
+                    label = attrs["label"]
+                    if label in {"DERIVED_FROM", "CITES", "SUPERSEDES", "INVALIDATED_BY"}:
+                        if label == "DERIVED_FROM" and other not in upstream:
+                            continue
+                        edges.append(
+                            LineageEdgeRow(node[2], other[2], label, attrs.get("at"), attrs.get("reason"))
+                        )
+                        (sources if other[0] == "src" else memories).add(other)
+            for other, attrs_by_key in self.graph.pred[node].items():
+                attrs = attrs_by_key.get("SUPERSEDES")
+                if attrs is not None:
+                    edges.append(
+                        LineageEdgeRow(other[2], node[2], "SUPERSEDES", attrs["at"], attrs["reason"])
+                    )
+                    memories.add(other)
+        return (
+            [self.graph.nodes[n]["record"] for n in sorted(memories)],
+            [self.graph.nodes[n]["source"] for n in sorted(sources)],
+            sorted(set(edges), key=lambda e: (e.src, e.type, e.dst)),
+        )
 
     def all_records(self, tenant: str) -> list[MemoryRecord]:
         return [

@@ -16,11 +16,21 @@ from typing import Any, TypeVar
 import neo4j
 from neo4j import exceptions as neo4j_errors
 
-from graphmem.backends.base import AddEdge, AppendAudit, Op, PutRecord, RelateScopes, ScopeWithin
+from graphmem.backends.base import (
+    AddEdge,
+    AppendAudit,
+    Dependent,
+    LineageEdgeRow,
+    Op,
+    ParentState,
+    PutRecord,
+    RelateScopes,
+    ScopeWithin,
+)
 from graphmem.backends.cypher import cypher, statements
 from graphmem.errors import BackendUnavailable, ConflictError, GraphmemError
 from graphmem.gate import GateResult, validity_window
-from graphmem.model import AuditEvent, DropReason, MemoryRecord, ReadContext, scope_type
+from graphmem.model import AuditEvent, DropReason, MemoryRecord, ReadContext, Source, Status, scope_type
 
 __all__ = ["SCHEMA_VERSION", "Neo4jBackend"]
 
@@ -35,6 +45,14 @@ T = TypeVar("T")
 def micros(value: datetime | None) -> int | None:
     """Integer microseconds since the epoch, or None."""
     return None if value is None else (value - _EPOCH) // _MICRO
+
+
+def from_micros(value: int | None) -> datetime | None:
+    return None if value is None else _EPOCH + value * _MICRO
+
+
+def _source(props: dict[str, Any]) -> Source:
+    return Source.model_validate({k: v for k, v in props.items() if v is not None})
 
 
 def _next_ord() -> int:
@@ -80,7 +98,8 @@ def _record_row(record: MemoryRecord) -> dict[str, Any]:
         "id": record.id,
         "props": props,
         "scope_type": scope_type(record.scope),
-        "sources": [s.model_dump(mode="json") for s in record.sources],
+        # Quotes live only in the records that carry them, so erasing a record erases its quotes.
+        "sources": [s.model_dump(mode="json", exclude={"quote"}) for s in record.sources],
         "derived_from": list(record.derived_from),
     }
 
@@ -317,6 +336,110 @@ class Neo4jBackend:
 
     def all_records(self, tenant: str) -> list[MemoryRecord]:
         return [MemoryRecord.model_validate_json(r["json"]) for r in self._read("all_records", tenant=tenant)]
+
+    def _records(self, name: str, **params: Any) -> list[MemoryRecord]:
+        return [MemoryRecord.model_validate_json(r["json"]) for r in self._read(name, **params)]
+
+    def scope_exists(self, tenant: str, scope: str) -> bool:
+        return bool(self._read("scope_exists", tenant=tenant, scope=scope)[0]["found"])
+
+    def scope_descendants(self, tenant: str, scope: str) -> set[str]:
+        return {r["key"] for r in self._read("scope_descendants", tenant=tenant, scope=scope)} | {scope}
+
+    def records_applying(self, tenant: str, scopes: Sequence[str]) -> list[MemoryRecord]:
+        return self._records("records_applying", tenant=tenant, scopes=list(scopes))
+
+    def citing(self, tenant: str, source_id: str) -> list[MemoryRecord]:
+        return self._records("citing", tenant=tenant, id=source_id)
+
+    def source(self, tenant: str, source_id: str) -> Source | None:
+        rows = self._read("get_source", tenant=tenant, id=source_id)
+        return _source(rows[0]["source"]) if rows else None
+
+    def downstream(self, tenant: str, record_ids: Sequence[str]) -> list[Dependent]:
+        rows = self._read("downstream", tenant=tenant, ids=list(record_ids))
+        return [
+            Dependent(
+                MemoryRecord.model_validate_json(row["json"]),
+                tuple(
+                    ParentState(pid, Status(status), from_micros(sup), from_micros(inv))
+                    for pid, status, sup, inv in row["parents"]
+                ),
+            )
+            for row in rows
+        ]
+
+    def related_scopes(self, tenant: str, anchor: str, via: Sequence[str], hops: int) -> set[str]:
+        seen = {anchor}
+        frontier = [anchor]
+        for _ in range(hops):
+            if not frontier:
+                break
+            step = self._read("related_step", tenant=tenant, keys=frontier, via=list(via))
+            frontier = [r["key"] for r in step if r["key"] not in seen]
+            seen.update(frontier)
+        return seen
+
+    def trace(
+        self, tenant: str, record_id: str, depth: int
+    ) -> tuple[list[MemoryRecord], list[Source], list[LineageEdgeRow]]:
+        root = self.get(tenant, record_id)
+        if root is None:
+            return [], [], []
+        upstream = {record_id}
+        frontier = [record_id]
+        for _ in range(depth):
+            rows = self._read("parents", tenant=tenant, ids=frontier)
+            frontier = [r["id"] for r in rows if r["id"] not in upstream]
+            if not frontier:
+                break
+            upstream.update(frontier)
+        memories: dict[str, MemoryRecord] = {}
+        sources: dict[str, Source] = {}
+        edges: set[LineageEdgeRow] = set()
+        for row in self._read("trace_edges", tenant=tenant, ids=sorted(upstream)):
+            if row["type"] == "DERIVED_FROM" and row["dst"] not in upstream:
+                continue
+            if row["memory"] is not None:
+                other = MemoryRecord.model_validate_json(row["memory"])
+                memories[other.id] = other
+            if row["source"] is not None:
+                source = _source(row["source"])
+                sources[source.id] = source
+            edges.add(
+                LineageEdgeRow(row["src"], row["dst"], row["type"], from_micros(row["at"]), row["reason"])
+            )
+        for record in self.get_many(tenant, sorted(upstream)):
+            memories[record.id] = record
+        return (
+            [memories[k] for k in sorted(memories)],
+            [sources[k] for k in sorted(sources)],
+            sorted(edges, key=lambda e: (e.src, e.type, e.dst)),
+        )
+
+    def export_ops(self, tenant: str) -> list[Op]:
+        records: list[Op] = [PutRecord(record=r) for r in self.all_records(tenant)]
+        edges: list[Op] = []
+        for row in self._read("export_scope_edges", tenant=tenant):
+            if row["label"] == "WITHIN":
+                edges.append(ScopeWithin(tenant=tenant, child=row["a"], parent=row["b"]))
+            else:
+                edges.append(RelateScopes(tenant=tenant, a=row["a"], rel_type=row["rel_type"], b=row["b"]))
+        for row in self._read("export_lineage_edges", tenant=tenant):
+            edges.append(
+                AddEdge(
+                    tenant=tenant,
+                    label=row["label"],
+                    src=row["src"],
+                    dst=row["dst"],
+                    dst_is_source=row["dst_is_source"],
+                    at=from_micros(row["at"]),
+                    reason=row["reason"],
+                )
+            )
+        edges.sort(key=lambda op: op.model_dump_json())
+        audit: list[Op] = [AppendAudit(event=e) for e in self.audit(tenant, None, None)]
+        return [*records, *edges, *audit]
 
     def audit(self, tenant: str, record_id: str | None, since: datetime | None) -> list[AuditEvent]:
         rows = self._read("audit_events", tenant=tenant, record_id=record_id, since=micros(since))

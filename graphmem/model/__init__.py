@@ -3,16 +3,30 @@
 from graphmem.model.audit import AuditEvent
 from graphmem.model.base import GraphmemModel, scope_type, utcnow
 from graphmem.model.enums import DropReason, ForgetMode, Kind, Outcome, Sensitivity, Status, Trust
+from graphmem.model.lineage import (
+    ForgetEntry,
+    ForgetReport,
+    ForgetRequest,
+    Lineage,
+    LineageEdge,
+    LineageNode,
+)
 from graphmem.model.read import Decision, ReadContext, Receipt, Selection
-from graphmem.model.records import MemoryRecord, Source, content_hash, new_id
+from graphmem.model.records import MemoryRecord, Source, Tombstone, content_hash, new_id
 
 __all__ = [
     "AuditEvent",
     "Decision",
     "DropReason",
+    "ForgetEntry",
     "ForgetMode",
+    "ForgetReport",
+    "ForgetRequest",
     "GraphmemModel",
     "Kind",
+    "Lineage",
+    "LineageEdge",
+    "LineageNode",
     "MemoryRecord",
     "Outcome",
     "ReadContext",
@@ -21,6 +35,7 @@ __all__ = [
     "Sensitivity",
     "Source",
     "Status",
+    "Tombstone",
     "Trust",
     "content_hash",
     "new_id",

@@ -6,6 +6,7 @@ import hashlib
 import re
 import unicodedata
 import uuid
+from typing import Literal
 
 from pydantic import Field, field_validator
 
@@ -13,7 +14,7 @@ from graphmem.model.base import AwareDatetime, GraphmemModel, Identifier, ScopeK
 from graphmem.model.canonical import canonical_json, sha256
 from graphmem.model.enums import Kind, Outcome, Sensitivity, Status, Trust
 
-__all__ = ["MemoryRecord", "Source", "content_hash", "new_id"]
+__all__ = ["MemoryRecord", "Source", "Tombstone", "content_hash", "new_id"]
 
 _WS = re.compile(r"\s+")
 
@@ -38,6 +39,15 @@ class Source(GraphmemModel):
     locator: str | None = Field(default=None, max_length=2048)
     quote: str | None = Field(default=None, max_length=20_000)
     digest: str | None = Field(default=None, max_length=128)
+    status: Literal["active", "revoked", "erased"] = "active"
+
+
+class Tombstone(GraphmemModel):
+    """What remains known about an erased record: when, why and at whose request."""
+
+    at: AwareDatetime
+    reason: str = Field(max_length=2000)
+    requested_by: str = Field(max_length=256)
 
 
 class MemoryRecord(GraphmemModel):
@@ -66,6 +76,7 @@ class MemoryRecord(GraphmemModel):
     preconditions: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     embedding: tuple[float, ...] | None = None
+    tombstone: Tombstone | None = None
 
     @field_validator("outcome")
     @classmethod

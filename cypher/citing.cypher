@@ -1,0 +1,3 @@
+// Records that cite a source.
+MATCH (:Source {tenant: $tenant, id: $id})<-[:CITES]-(m:Memory)
+RETURN m.json AS json

@@ -1,0 +1,70 @@
+"""Support along lineage: which derived records lose enough support after a change. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from graphmem.backends.base import Dependent, ParentState
+from graphmem.model import MemoryRecord, Status
+
+__all__ = ["FORGOTTEN", "lost_support", "support_count"]
+
+FORGOTTEN = frozenset({Status.REVOKED, Status.ERASED, Status.RELEASED})
+
+
+def _parent_alive(parent: ParentState, dead: set[str], at: datetime | None) -> bool:
+    if parent.id in dead or parent.status in FORGOTTEN:
+        return False
+    if at is None:  # forgetting: only removals from memory count, for every `now`
+        return True
+    return not (
+        (parent.superseded_at is not None and parent.superseded_at <= at)
+        or (parent.invalidated_at is not None and parent.invalidated_at <= at)
+    )
+
+
+def support_count(
+    record: MemoryRecord,
+    parents: Iterable[ParentState],
+    dead: set[str],
+    at: datetime | None,
+    dead_sources: frozenset[str] = frozenset(),
+) -> int:
+    """Live sources plus live DERIVED_FROM parents of ``record``."""
+    sources = sum(1 for s in record.sources if s.status == "active" and s.id not in dead_sources)
+    return sources + sum(1 for p in parents if _parent_alive(p, dead, at))
+
+
+def lost_support(
+    dependents: list[Dependent],
+    removed: Iterable[str],
+    *,
+    at: datetime | None,
+    min_support: int,
+) -> list[tuple[MemoryRecord, str]]:
+    """Dependents that fall below ``min_support`` once ``removed`` no longer support anything.
+
+    ``at`` is the time of an invalidation or supersession (parents superseded or
+    invalidated by then count as lost), or None for forgetting. Returns
+    (record, the dead parent that caused it) transitively, in the order they fell.
+    """
+    dead = set(removed)
+    fallen: list[tuple[MemoryRecord, str]] = []
+    pending = [d for d in dependents if d.record.id not in dead and d.record.status not in FORGOTTEN]
+    changed = True
+    while changed:
+        changed = False
+        still: list[Dependent] = []
+        for dep in pending:
+            if support_count(dep.record, dep.parents, dead, at) < min_support:
+                cause = next(
+                    (p.id for p in dep.parents if p.id in dead), dep.parents[0].id if dep.parents else ""
+                )
+                dead.add(dep.record.id)
+                fallen.append((dep.record, cause))
+                changed = True
+            else:
+                still.append(dep)
+        pending = still
+    return fallen

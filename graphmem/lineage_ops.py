@@ -1,0 +1,507 @@
+"""Lineage and forgetting on ``MemoryStore``: supersede, invalidate, consolidate, trace,
+precedents, forget, release_run, export and import (SPEC §5).
+
+Every change is one backend batch, so a change and its cascade land together
+or not at all.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from pydantic import TypeAdapter
+
+from graphmem._args import check_aware, check_rel_type, check_scope, check_tenant
+from graphmem.backends.base import AddEdge, AppendAudit, Backend, Op, PutRecord
+from graphmem.errors import ConflictError, ContractViolation, LineageError, NotFound
+from graphmem.lineage import FORGOTTEN, lost_support, support_count
+from graphmem.model import (
+    AuditEvent,
+    ForgetEntry,
+    ForgetMode,
+    ForgetReport,
+    ForgetRequest,
+    Kind,
+    Lineage,
+    LineageEdge,
+    LineageNode,
+    MemoryRecord,
+    Outcome,
+    ReadContext,
+    Selection,
+    Status,
+    Tombstone,
+)
+from graphmem.ranking import forget_cached_terms
+
+if TYPE_CHECKING:
+    from graphmem.model.lineage import TargetType
+
+__all__ = ["LineageOps"]
+
+_OPS: TypeAdapter[Op] = TypeAdapter(Op)
+_STATUS_BY_MODE = {ForgetMode.RELEASE: Status.RELEASED, ForgetMode.REVOKE: Status.REVOKED}
+
+
+def _label(record: MemoryRecord) -> str:
+    text = record.content if len(record.content) <= 60 else record.content[:57] + "…"
+    return text.replace("\n", " ")
+
+
+class LineageOps:
+    """Mixed into ``MemoryStore``; relies on its backend, clock and write path."""
+
+    backend: Backend
+    clock: Callable[[], datetime]
+    min_support: int
+
+    if TYPE_CHECKING:
+
+        def _write_new(
+            self,
+            batch: list[MemoryRecord],
+            *,
+            extra: Sequence[Op] = (),
+            action: str = "added",
+            reason: str | None = None,
+            record_ids: tuple[str, ...] = (),
+        ) -> list[MemoryRecord]: ...
+
+        def recall(
+            self,
+            ctx: ReadContext,
+            query: str = "",
+            explain: bool = False,
+            *,
+            query_embedding: Sequence[float] | None = None,
+        ) -> Selection: ...
+
+    # -- supersession and invalidation ------------------------------------
+
+    def _require(self, tenant: str, record_id: str, verb: str) -> MemoryRecord:
+        record = self.backend.get(tenant, record_id)
+        if record is None:
+            raise NotFound(f"cannot {verb} {record_id!r}: no such record in tenant {tenant!r}")
+        return record
+
+    def _cascade_invalidation(self, tenant: str, changed: str, at: datetime, origin: str) -> list[Op]:
+        """INVALIDATED_BY edges for every record derived from ``changed`` that loses its support at ``at``."""
+        fallen = lost_support(
+            self.backend.downstream(tenant, [changed]), [changed], at=at, min_support=self.min_support
+        )
+        return [
+            AddEdge(
+                tenant=tenant,
+                label="INVALIDATED_BY",
+                src=record.id,
+                dst=cause,
+                at=at,
+                reason=f"lost support: {cause} ({origin})",
+            )
+            for record, cause in fallen
+        ]
+
+    def supersede(self, tenant: str, old_id: str, new_record: MemoryRecord, reason: str) -> MemoryRecord:
+        """Write ``new_record`` as the replacement of ``old_id``; the old one stays for history.
+
+        Takes effect at the replacement's valid_from (else event time, else now).
+        The replacement must be new and share the old record's tenant, kind and
+        scope. Records derived from the old one that lose their support are
+        invalidated at the same time. Raises ``NotFound`` or ``LineageError``.
+        """
+        tenant = check_tenant(tenant)
+        old = self._require(tenant, old_id, "supersede")
+        if new_record.id == old_id:
+            raise LineageError(f"record {old_id!r} cannot supersede itself", code="self_supersession")
+        if new_record.tenant != tenant:
+            raise LineageError(
+                f"replacement {new_record.id!r} belongs to tenant {new_record.tenant!r}, not {tenant!r}; "
+                "no edge crosses tenants",
+                code="cross_tenant",
+            )
+        if (new_record.kind, new_record.scope) != (old.kind, old.scope):
+            raise LineageError(
+                f"replacement {new_record.id!r} must share the kind and scope of {old_id!r} "
+                f"({old.kind.value}, {old.scope}); got ({new_record.kind.value}, {new_record.scope})",
+                code="replacement_mismatch",
+            )
+        if old.status in FORGOTTEN:
+            raise LineageError(
+                f"record {old_id!r} is {old.status.value}; a forgotten record cannot be superseded",
+                code="forgotten_record",
+            )
+        at = new_record.valid_from or new_record.event_time or self.clock()
+        edge = AddEdge(tenant=tenant, label="SUPERSEDES", src=new_record.id, dst=old_id, at=at, reason=reason)
+        cascade = self._cascade_invalidation(tenant, old_id, at, f"{old_id} superseded by {new_record.id}")
+        self._write_new(
+            [new_record],
+            extra=[edge, *cascade],
+            action="superseded",
+            reason=reason,
+            record_ids=(new_record.id, old_id, *(e.src for e in cascade if isinstance(e, AddEdge))),
+        )
+        return new_record
+
+    def invalidate(
+        self, tenant: str, record_id: str, by: str, reason: str, at: datetime | None = None
+    ) -> None:
+        """Record that ``record_id`` stopped holding at ``at`` (default: the store's clock) because of ``by``.
+
+        ``by`` is a record id or a source id of the same tenant. Records derived
+        from it that lose their support are invalidated at the same time.
+        """
+        tenant = check_tenant(tenant)
+        self._require(tenant, record_id, "invalidate")
+        if by == record_id:
+            raise LineageError(f"record {record_id!r} cannot invalidate itself", code="self_invalidation")
+        by_source = self.backend.get(tenant, by) is None
+        if by_source and not self.backend.source_exists(tenant, by):
+            raise NotFound(f"{by!r} is neither a record nor a source of tenant {tenant!r}")
+        when = self.clock() if at is None else check_aware(at)
+        edge = AddEdge(
+            tenant=tenant,
+            label="INVALIDATED_BY",
+            src=record_id,
+            dst=by,
+            dst_is_source=by_source,
+            at=when,
+            reason=reason,
+        )
+        cascade = self._cascade_invalidation(tenant, record_id, when, f"{record_id} invalidated by {by}")
+        ids = (record_id, *(e.src for e in cascade if isinstance(e, AddEdge)))
+        event = AuditEvent(
+            tenant=tenant, action="invalidated", record_ids=ids, reason=reason, at=self.clock()
+        )
+        self.backend.apply([edge, *cascade, AppendAudit(event=event)])
+
+    # -- consolidation ----------------------------------------------------
+
+    def consolidate(
+        self,
+        tenant: str,
+        from_ids: Sequence[str],
+        into: MemoryRecord,
+        rule: str,
+        *,
+        min_support: int | None = None,
+    ) -> MemoryRecord:
+        """Promote episodes (or claims) into a semantic claim or a procedure, with DERIVED_FROM edges.
+
+        A procedure may only be promoted from episodes whose outcome is
+        verified success; any other outcome raises ``LineageError`` naming the
+        episode. At least ``min_support`` (default: the store's) distinct
+        records are required.
+        """
+        tenant = check_tenant(tenant)
+        ids = list(dict.fromkeys(from_ids))
+        needed = self.min_support if min_support is None else min_support
+        if into.kind not in (Kind.SEMANTIC, Kind.PROCEDURAL):
+            raise ContractViolation(
+                f"consolidate() creates semantic or procedural records, not {into.kind.value}",
+                code="consolidate_kind",
+            )
+        if len(ids) < needed:
+            raise LineageError(
+                f"consolidating into {into.id!r} needs at least {needed} supporting "
+                f"record(s); got {len(ids)}",
+                code="insufficient_support",
+            )
+        found = {r.id: r for r in self.backend.get_many(tenant, ids)}
+        missing = [i for i in ids if i not in found]
+        if missing:
+            raise NotFound(f"cannot consolidate from {missing!r}: no such record(s) in tenant {tenant!r}")
+        for rid in ids:
+            source = found[rid]
+            if source.status in FORGOTTEN:
+                raise LineageError(
+                    f"record {rid!r} is {source.status.value} and cannot support a consolidation",
+                    code="forgotten_record",
+                )
+            if into.kind is Kind.PROCEDURAL and not (source.kind is Kind.EPISODIC and source.succeeded):
+                raise LineageError(
+                    f"cannot promote a procedure from {rid!r}: its outcome is {source.outcome!r} "
+                    f"({source.kind.value}); only episodes with outcome 'verified-success' can",
+                    code="unverified_episode",
+                )
+        if into.derived_from and set(into.derived_from) != set(ids):
+            raise ContractViolation(
+                "into.derived_from must be empty or name exactly the consolidated records",
+                code="derived_from_mismatch",
+            )
+        update: dict[str, Any] = {"derived_from": tuple(ids)}
+        if into.kind is Kind.PROCEDURAL and into.outcome is None:
+            update["outcome"] = Outcome.VERIFIED_SUCCESS.value
+        record = MemoryRecord.model_validate({**into.model_dump(), **update})
+        self._write_new([record], action="consolidated", reason=rule, record_ids=(record.id, *ids))
+        return record
+
+    # -- trace and precedents ---------------------------------------------
+
+    def trace(self, tenant: str, record_id: str, depth: int = 50) -> Lineage:
+        """The lineage DAG of a record: what it derives from, cites, superseded or was superseded by,
+        and what invalidated it. Raises ``NotFound``."""
+        tenant = check_tenant(tenant)
+        memories, sources, edges = self.backend.trace(tenant, record_id, depth)
+        if not memories:
+            raise NotFound(f"no record {record_id!r} in tenant {tenant!r}")
+        nodes = [
+            LineageNode(id=m.id, type="memory", kind=m.kind.value, status=m.status.value, label=_label(m))
+            for m in memories
+        ]
+        nodes += [
+            LineageNode(id=s.id, type="source", kind=s.type, status=s.status, label=s.locator or "")
+            for s in sources
+        ]
+        return Lineage(
+            root=record_id,
+            nodes=tuple(nodes),
+            edges=tuple(
+                LineageEdge(src=e.src, dst=e.dst, type=e.type, at=e.at, reason=e.reason) for e in edges
+            ),
+        )
+
+    def precedents(
+        self, ctx: ReadContext, anchor_scope: str, via: Sequence[str], hops: int = 2, query: str = ""
+    ) -> Selection:
+        """Episodes whose scope is reachable from ``anchor_scope`` over RELATED edges of the types in
+        ``via`` (either direction, at most ``hops``), gated and ranked like any recall."""
+        anchor = check_scope(anchor_scope)
+        types = [check_rel_type(t) for t in via]
+        if hops < 0 or hops > 10:
+            raise ContractViolation("hops must be between 0 and 10", code="invalid_hops")
+        reachable = self.backend.related_scopes(ctx.tenant, anchor, types, hops)
+        scoped = ReadContext.model_validate(
+            {**ctx.model_dump(), "scopes": sorted(reachable), "kinds": [Kind.EPISODIC]}
+        )
+        return self.recall(scoped, query, explain=False)
+
+    # -- forgetting -------------------------------------------------------
+
+    def _resolve_target(self, req: ForgetRequest) -> TargetType:
+        if req.target_type is not None:
+            return req.target_type
+        matches: list[TargetType] = []
+        if self.backend.get(req.tenant, req.target) is not None:
+            matches.append("record")
+        if self.backend.source_exists(req.tenant, req.target):
+            matches.append("source")
+        if ":" in req.target and self.backend.scope_exists(req.tenant, req.target):
+            matches.append("scope")
+        if not matches:
+            raise NotFound(f"{req.target!r} is no record, source or scope of tenant {req.tenant!r}")
+        if len(matches) > 1:
+            raise ContractViolation(
+                f"{req.target!r} names a {' and a '.join(matches)}; set target_type to choose",
+                code="ambiguous_target",
+            )
+        return matches[0]
+
+    def forget(self, request: ForgetRequest) -> ForgetReport:
+        """Release, revoke or erase a record, a source, or everything applying to a scope, and
+        (with ``cascade``) every record that loses its support, in one transaction.
+
+        Erase replaces content, embedding, tags and quotes with a tombstone (who,
+        when, why); the text is then gone from the store's nodes, indexes and files.
+        """
+        req = request
+        target_type = self._resolve_target(req)
+        now = self.clock()
+        dead_sources: frozenset[str] = frozenset()
+        entries: dict[str, tuple[MemoryRecord, str]] = {}
+        kept: list[MemoryRecord] = []
+        if target_type == "record":
+            record = self._require(req.tenant, req.target, "forget")
+            entries[record.id] = (record, "target")
+        elif target_type == "scope":
+            scopes = sorted(self.backend.scope_descendants(req.tenant, check_scope(req.target)))
+            for record in self.backend.records_applying(req.tenant, scopes):
+                entries[record.id] = (record, f"applies to {record.scope}")
+        else:
+            dead_sources = frozenset({req.target})
+            for record in self.backend.citing(req.tenant, req.target):
+                if support_count(record, (), set(), None, dead_sources) + len(record.derived_from) < max(
+                    self.min_support, 1
+                ):
+                    entries[record.id] = (record, f"lost support: source {req.target}")
+                else:
+                    kept.append(record)
+        if req.mode is ForgetMode.RELEASE:
+            wrong = [r.id for r, _ in entries.values() if r.kind is not Kind.WORKING]
+            if target_type == "scope":
+                entries = {i: e for i, e in entries.items() if e[0].kind is Kind.WORKING}
+            elif wrong:
+                raise ContractViolation(
+                    f"release applies to working memory; {wrong!r} are not working records; "
+                    "use revoke or erase",
+                    code="release_not_working",
+                )
+        entries = {
+            i: e for i, e in entries.items() if e[0].status not in FORGOTTEN or req.mode is ForgetMode.ERASE
+        }
+        cascaded: list[tuple[MemoryRecord, str]] = []
+        if req.cascade and entries:
+            dependents = self.backend.downstream(req.tenant, sorted(entries))
+            cascaded = [
+                (r, f"lost support: {cause}")
+                for r, cause in lost_support(
+                    dependents, entries, at=None, min_support=max(self.min_support, 1)
+                )
+            ]
+        return self._apply_forget(req, target_type, now, entries, cascaded, kept, dead_sources)
+
+    def _apply_forget(
+        self,
+        req: ForgetRequest,
+        target_type: TargetType,
+        now: datetime,
+        entries: dict[str, tuple[MemoryRecord, str]],
+        cascaded: list[tuple[MemoryRecord, str]],
+        kept: list[MemoryRecord],
+        dead_sources: frozenset[str],
+    ) -> ForgetReport:
+        erase = req.mode is ForgetMode.ERASE
+        tombstone = Tombstone(at=now, reason=req.reason, requested_by=req.requested_by)
+        source_status = "erased" if erase else "revoked"
+        ops: list[Op] = []
+        report: list[ForgetEntry] = []
+
+        def mark_sources(record: MemoryRecord) -> tuple[Any, ...]:
+            return tuple(
+                s.model_copy(update={"status": source_status, "quote": None if erase else s.quote})
+                if s.id in dead_sources
+                else s
+                for s in record.sources
+            )
+
+        for record, why, mode in [
+            *((r, w, req.mode) for r, w in entries.values()),
+            *((r, w, ForgetMode.ERASE if erase else ForgetMode.REVOKE) for r, w in cascaded),
+        ]:
+            if mode is ForgetMode.ERASE:
+                update: dict[str, Any] = {
+                    "status": Status.ERASED,
+                    "content": "",
+                    "embedding": None,
+                    "tags": (),
+                    "sources": tuple(
+                        s.model_copy(
+                            update={
+                                "quote": None,
+                                "status": source_status if s.id in dead_sources else s.status,
+                            }
+                        )
+                        for s in record.sources
+                    ),
+                    "tombstone": tombstone,
+                }
+                action = "erased"
+            else:
+                update = {"status": _STATUS_BY_MODE[mode], "sources": mark_sources(record)}
+                action = "released" if mode is ForgetMode.RELEASE else "revoked"
+            ops.append(PutRecord(record=MemoryRecord.model_validate({**record.model_dump(), **update})))
+            report.append(ForgetEntry(record_id=record.id, action=action, reason=why))
+        for record in kept:
+            ops.append(PutRecord(record=record.model_copy(update={"sources": mark_sources(record)})))
+            report.append(
+                ForgetEntry(
+                    record_id=record.id, action="kept", reason=f"still supported without {req.target}"
+                )
+            )
+        touched = tuple(e.record_id for e in report)
+        event = AuditEvent(
+            tenant=req.tenant,
+            action="forgotten",
+            actor=req.requested_by,
+            record_ids=touched,
+            reason=req.reason,
+            at=now,
+            details={"mode": req.mode.value, "target_type": target_type, "target": req.target},
+        )
+        ops.append(AppendAudit(event=event))
+        self.backend.apply(ops)
+        if erase:
+            forget_cached_terms()
+            compact = getattr(self.backend, "compact", None)
+            if compact is not None:
+                compact()
+        return ForgetReport(
+            tenant=req.tenant,
+            target=req.target,
+            target_type=target_type,
+            mode=req.mode,
+            at=now,
+            entries=tuple(report),
+            erased_sources=tuple(sorted(dead_sources)) if erase else (),
+        )
+
+    def release_run(
+        self,
+        tenant: str,
+        run_id: str,
+        *,
+        requested_by: str = "graphmem",
+        final_episode: MemoryRecord | None = None,
+    ) -> ForgetReport:
+        """Take a finished run's working records out of active use; optionally first write the run's
+        final trace as an episode (the only way working state becomes durable)."""
+        tenant = check_tenant(tenant)
+        scope = check_scope(f"run:{run_id}")
+        if final_episode is not None:
+            if final_episode.kind is not Kind.EPISODIC:
+                raise ContractViolation(
+                    "a run's final trace is written as an episodic record", code="final_trace_kind"
+                )
+            self._write_new([final_episode], action="final_trace", reason=f"final trace of run {run_id}")
+        request = ForgetRequest(
+            tenant=tenant,
+            target=scope,
+            target_type="scope",
+            mode=ForgetMode.RELEASE,
+            reason=f"run {run_id} finished",
+            requested_by=requested_by,
+        )
+        if not self.backend.scope_exists(tenant, scope):
+            return ForgetReport(
+                tenant=tenant, target=scope, target_type="scope", mode=ForgetMode.RELEASE, at=self.clock()
+            )
+        return self.forget(request)
+
+    # -- export and import ------------------------------------------------
+
+    def export(self, tenant: str) -> Iterator[str]:
+        """The tenant as JSON Lines (records, tombstones, scope and lineage edges, audit), canonical order."""
+        for op in self.backend.export_ops(check_tenant(tenant)):
+            yield json.dumps(op.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
+
+    def import_(self, stream: Iterable[str]) -> int:
+        """Load JSON Lines written by ``export`` (from either backend) in one all-or-nothing batch.
+
+        Raises ``ContractViolation`` for a malformed line and ``ConflictError``
+        if a record id already exists. Returns the number of lines applied.
+        """
+        ops: list[Op] = []
+        for number, line in enumerate(stream, 1):
+            if not line.strip():
+                continue
+            try:
+                ops.append(_OPS.validate_json(line))
+            except ValueError as err:
+                raise ContractViolation(
+                    f"line {number} is not a graphmem export line: {err}", code="bad_import"
+                ) from None
+        records = [op.record for op in ops if isinstance(op, PutRecord)]
+        by_tenant: dict[str, list[str]] = {}
+        for record in records:
+            by_tenant.setdefault(record.tenant, []).append(record.id)
+        for tenant, ids in by_tenant.items():
+            taken = self.backend.existing_ids(tenant, ids)
+            if taken:
+                raise ConflictError(
+                    f"import would overwrite record(s) {sorted(taken)[:5]!r} in tenant {tenant!r}",
+                    code="duplicate_id",
+                )
+        self.backend.apply(ops)
+        return len(ops)
