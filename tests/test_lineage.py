@@ -85,9 +85,11 @@ def test_trace_names_the_episodes_and_their_messages(
     assert lineage.node("msg-ep-1").type == "source"
     tree = lineage.render_tree()
     assert tree.splitlines()[0].startswith("pref-email (semantic)")
-    assert "DERIVED_FROM → ep-3 (episodic)" in tree and "CITES → msg-ep-2 (source)" in tree
+    assert "DERIVED_FROM → ep-3 (episodic)" in tree
+    assert "CITES → msg-ep-2 (source)" in tree
     mermaid = lineage.to_mermaid()
-    assert mermaid.startswith("flowchart TD") and mermaid.count("-->|DERIVED_FROM|") == 3
+    assert mermaid.startswith("flowchart TD")
+    assert mermaid.count("-->|DERIVED_FROM|") == 3
     graph = lineage.to_networkx()
     assert set(graph.successors("pref-email")) == {"ep-1", "ep-2", "ep-3"}
 
@@ -173,10 +175,12 @@ def test_procedure_promotion_needs_verified_episodes(store: MemoryStore, tenant:
     )
     with pytest.raises(LineageError) as err:
         store.consolidate(tenant, ["ok-1", "maybe"], procedure, rule="promote")
-    assert err.value.code == "unverified_episode" and "'maybe'" in str(err.value)
+    assert err.value.code == "unverified_episode"
+    assert "'maybe'" in str(err.value)
     assert store.get(tenant, "proc-restart") is None
     made = store.consolidate(tenant, ["ok-1"], procedure, rule="promote")
-    assert made.derived_from == ("ok-1",) and made.outcome == "verified-success"
+    assert made.derived_from == ("ok-1",)
+    assert made.outcome == "verified-success"
 
 
 def test_consolidation_minimum_support(store: MemoryStore, tenant: str) -> None:
