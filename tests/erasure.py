@@ -1,0 +1,65 @@
+"""Scans every place a store keeps data for a piece of text (erase completeness checks)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from graphmem import MemoryStore
+from graphmem.backends.embedded import EmbeddedBackend
+from graphmem.backends.neo4j import Neo4jBackend
+
+
+def places_holding(store: MemoryStore, tenant: str, text: str) -> list[str]:
+    """Every place ``text`` is still findable: nodes, edges, indexes, audit, export, files."""
+    found: list[str] = []
+    for record in store.backend.all_records(tenant):
+        if text in record.model_dump_json():
+            found.append(f"record {record.id}")
+    if any(text in line for line in store.export(tenant)):
+        found.append("export")
+    if any(text in json.dumps(e.model_dump(mode="json"), ensure_ascii=False) for e in store.audit(tenant)):
+        found.append("audit")
+    backend = store.backend
+    if isinstance(backend, EmbeddedBackend):
+        for node, data in backend.graph.nodes(data=True):
+            if text in repr(data):
+                found.append(f"graph node {node}")
+        for a, b, data in backend.graph.edges(data=True):
+            if text in repr(data):
+                found.append(f"graph edge {a}->{b}")
+        if backend._journal is not None:
+            for path in Path(backend._journal.directory).iterdir():
+                if text.encode() in path.read_bytes():
+                    found.append(f"file {path.name}")
+    elif isinstance(backend, Neo4jBackend):
+        holds = (
+            "any(k IN keys(x) WHERE CASE WHEN valueType(x[k]) STARTS WITH 'LIST' "
+            "THEN any(v IN x[k] WHERE toString(v) CONTAINS $text) "
+            "ELSE toString(x[k]) CONTAINS $text END)"
+        )
+        with backend.driver.session(database=backend.database) as session:
+            nodes = session.run(
+                f"MATCH (x) WHERE x.tenant = $tenant AND {holds} RETURN count(x) AS c",
+                text=text,
+                tenant=tenant,
+            ).single()
+            rels = session.run(
+                f"MATCH (a)-[x]->() WHERE a.tenant = $tenant AND {holds} RETURN count(x) AS c",
+                text=text,
+                tenant=tenant,
+            ).single()
+            phrase = '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+            hits = session.run(
+                "CALL db.index.fulltext.queryNodes('graphmem_memory_content', $q) YIELD node "
+                "WHERE node.tenant = $tenant RETURN count(node) AS c",
+                q=phrase,
+                tenant=tenant,
+            ).single()
+        if nodes and nodes["c"]:
+            found.append(f"{nodes['c']} neo4j node(s)")
+        if rels and rels["c"]:
+            found.append(f"{rels['c']} neo4j relationship(s)")
+        if hits and hits["c"]:
+            found.append(f"{hits['c']} fulltext hit(s)")
+    return found
