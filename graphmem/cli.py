@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
 import click
 from rich.console import Console
@@ -11,7 +12,8 @@ from rich.table import Table
 
 from graphmem import __version__
 from graphmem.errors import GraphmemError
-from graphmem.model import Selection
+from graphmem.model import ForgetMode, ForgetRequest, Selection
+from graphmem.store import MemoryStore
 
 __all__ = ["main"]
 
@@ -34,8 +36,111 @@ def _selection_table(title: str, selection: Selection) -> Table:
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="graphmem")
-def cli() -> None:
+@click.option(
+    "--store",
+    "store_uri",
+    envvar="GRAPHMEM_STORE",
+    default="memory://",
+    show_default=True,
+    help="Where the memory lives: memory://, file:///path, bolt://host:7687 or neo4j://host:7687.",
+)
+@click.option("--user", envvar="NEO4J_USER", default="neo4j", show_default=True, help="Neo4j user.")
+@click.option("--password", envvar="NEO4J_PASSWORD", default="", help="Neo4j password (env NEO4J_PASSWORD).")
+@click.pass_context
+def cli(ctx: click.Context, store_uri: str, user: str, password: str) -> None:
     """graphmem: governed, graph-backed memory for LLM agents."""
+    ctx.obj = {"uri": store_uri, "auth": (user, password) if password else None}
+
+
+def _open(ctx: click.Context) -> MemoryStore:
+    options = ctx.obj or {"uri": "memory://", "auth": None}
+    uri = options["uri"]
+    if uri.startswith(("bolt", "neo4j")):
+        return MemoryStore.open(uri, auth=options["auth"])
+    return MemoryStore.open(uri)
+
+
+@cli.group()
+def schema() -> None:
+    """The Neo4j schema: constraints and indexes, versioned and idempotent."""
+
+
+@schema.command("apply")
+@click.pass_context
+def schema_apply(ctx: click.Context) -> None:
+    """Apply schema migrations up to this version of graphmem (safe to re-run)."""
+    with _open(ctx.find_root()) as store:
+        version = store.setup()
+    click.echo(f"schema at version {version}")
+
+
+@cli.command()
+@click.argument("record_id")
+@click.option("--tenant", required=True, help="The tenant the record belongs to.")
+@click.option(
+    "--format", "fmt", type=click.Choice(["tree", "mermaid", "json"]), default="tree", show_default=True
+)
+@click.pass_context
+def trace(ctx: click.Context, record_id: str, tenant: str, fmt: str) -> None:
+    """Show why the agent believes RECORD_ID: its lineage as a tree, Mermaid or JSON."""
+    with _open(ctx.find_root()) as store:
+        lineage = store.trace(tenant, record_id)
+    if fmt == "tree":
+        click.echo(lineage.render_tree())
+    elif fmt == "mermaid":
+        click.echo(lineage.to_mermaid())
+    else:
+        click.echo(lineage.model_dump_json(indent=2))
+
+
+@cli.command()
+@click.argument("target")
+@click.option("--tenant", required=True, help="The tenant to forget in.")
+@click.option("--mode", type=click.Choice([m.value for m in ForgetMode]), required=True)
+@click.option("--reason", required=True, help="Why; kept in the audit log and the tombstone.")
+@click.option("--requested-by", required=True, help="Who asked.")
+@click.option("--no-cascade", is_flag=True, help="Do not cascade to records derived from the target.")
+@click.pass_context
+def forget(
+    ctx: click.Context, target: str, tenant: str, mode: str, reason: str, requested_by: str, no_cascade: bool
+) -> None:
+    """Release, revoke or erase TARGET (a record id, source id or scope) and what depends on it."""
+    request = ForgetRequest(
+        tenant=tenant,
+        target=target,
+        mode=ForgetMode(mode),
+        reason=reason,
+        requested_by=requested_by,
+        cascade=not no_cascade,
+    )
+    with _open(ctx.find_root()) as store:
+        report = store.forget(request)
+    table = Table(title=f"forget {target} ({report.target_type}, {mode})", title_justify="left")
+    for column in ("record", "action", "why"):
+        table.add_column(column)
+    for entry in report.entries:
+        table.add_row(entry.record_id, entry.action, entry.reason)
+    Console().print(table)
+
+
+@cli.command("export")
+@click.option("--tenant", required=True)
+@click.pass_context
+def export_cmd(ctx: click.Context, tenant: str) -> None:
+    """Write a tenant as JSON Lines to standard output."""
+    with _open(ctx.find_root()) as store:
+        for line in store.export(tenant):
+            click.echo(line)
+
+
+@cli.command("import")
+@click.argument("path", type=click.File("r", encoding="utf-8"))
+@click.pass_context
+def import_cmd(ctx: click.Context, path: Any) -> None:
+    """Load JSON Lines written by `graphmem export` (all or nothing)."""
+    with _open(ctx.find_root()) as store:
+        count = store.import_(path)
+    click.echo(f"imported {count} lines")
 
 
 @cli.command()

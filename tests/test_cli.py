@@ -1,0 +1,95 @@
+"""The command line: every command documents itself and appears in the README."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from graphmem import MemoryStore
+from graphmem.cli import cli
+from graphmem.demo import build_store
+
+README = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+
+
+def _commands(group: click.Group, prefix: str = "") -> list[tuple[str, click.Command]]:
+    out: list[tuple[str, click.Command]] = []
+    for name, command in sorted(group.commands.items()):
+        full = f"{prefix}{name}"
+        out.append((full, command))
+        if isinstance(command, click.Group):
+            out.extend(_commands(command, full + " "))
+    return out
+
+
+@pytest.mark.parametrize(("name", "command"), _commands(cli), ids=lambda v: v if isinstance(v, str) else "")
+def test_every_command_has_help_and_is_documented(name: str, command: click.Command) -> None:
+    assert command.help, f"`graphmem {name}` has no help text"
+    assert f"graphmem {name}" in README, f"`graphmem {name}` is not in README.md"
+
+
+@pytest.fixture
+def store_uri(tmp_path: Path) -> str:
+    path = tmp_path / "memdir"
+    with MemoryStore.embedded(path) as store:
+        build_store(store)
+    return f"file://{path}"
+
+
+def test_trace_forget_export_import(store_uri: str, tmp_path: Path) -> None:
+    runner = CliRunner()
+    tree = runner.invoke(cli, ["--store", store_uri, "trace", "proc-capture-retry-v2", "--tenant", "acme"])
+    assert tree.exit_code == 0, tree.output
+    assert "SUPERSEDES → proc-capture-retry-v1" in tree.output
+    mermaid = runner.invoke(
+        cli,
+        ["--store", store_uri, "trace", "proc-capture-retry-v2", "--tenant", "acme", "--format", "mermaid"],
+    )
+    assert mermaid.output.startswith("flowchart TD")
+    forgot = runner.invoke(
+        cli,
+        [
+            "--store",
+            store_uri,
+            "forget",
+            "src-ticket-4411",
+            "--tenant",
+            "acme",
+            "--mode",
+            "erase",
+            "--reason",
+            "gdpr",
+            "--requested-by",
+            "alice",
+        ],
+    )
+    assert forgot.exit_code == 0, forgot.output
+    assert "ep-retry-failed" in forgot.output
+    exported = runner.invoke(cli, ["--store", store_uri, "export", "--tenant", "acme"])
+    lines = exported.output.splitlines()
+    assert all(json.loads(line)["op"] for line in lines)
+    assert "charged the customer twice" not in exported.output
+    dump = tmp_path / "acme.jsonl"
+    dump.write_text(exported.output, encoding="utf-8")
+    other = f"file://{tmp_path / 'other'}"
+    loaded = runner.invoke(cli, ["--store", other, "import", str(dump)])
+    assert loaded.exit_code == 0, loaded.output
+    assert re.search(rf"imported {len(lines)} lines", loaded.output)
+
+
+def test_errors_are_one_line_with_a_code(store_uri: str) -> None:
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "graphmem", "--store", store_uri, "trace", "nope", "--tenant", "acme"],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 2
+    assert out.stderr.strip() == "error: [not_found] no record 'nope' in tenant 'acme'"
