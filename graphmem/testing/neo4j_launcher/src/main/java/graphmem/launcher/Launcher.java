@@ -11,6 +11,7 @@ import java.util.HashMap;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 
 import org.neo4j.configuration.GraphDatabaseInternalSettings;
 import org.neo4j.configuration.GraphDatabaseSettings;
@@ -32,7 +33,7 @@ import org.neo4j.kernel.internal.GraphDatabaseAPI;
  * connector on 127.0.0.1, used by graphmem.testing.neo4j_server.
  *
  * <pre>
- * java ... graphmem.launcher.Launcher --home DIR [--port N] [--pagecache 512m]
+ * java ... graphmem.launcher.Launcher --home DIR [--port N] [--pagecache 512m] [--watch-stdin true]
  * </pre>
  *
  * <ul>
@@ -40,6 +41,8 @@ import org.neo4j.kernel.internal.GraphDatabaseAPI;
  *   <li>{@code --port}: Bolt port on 127.0.0.1; 0 (the default) lets the OS choose.</li>
  *   <li>{@code --pagecache}: page cache size (e.g. 512m, 1g); default from env
  *       {@code GRAPHMEM_NEO4J_PAGECACHE}, else 512m.</li>
+ *   <li>{@code --watch-stdin}: {@code true} (default) exits when stdin reaches EOF;
+ *       pass {@code false} when running it by hand with stdin at /dev/null.</li>
  * </ul>
  *
  * Authentication is disabled. Prints exactly one {@code READY <port>} line on
@@ -50,6 +53,8 @@ import org.neo4j.kernel.internal.GraphDatabaseAPI;
 public final class Launcher {
     private static final PrintStream OUT = System.out;
     private static final Object LOCK = new Object();
+    /** Counted down once build() returned or failed. */
+    private static final CountDownLatch STARTED = new CountDownLatch(1);
     private static DatabaseManagementService dbms;
     private static boolean stopped;
 
@@ -63,6 +68,7 @@ public final class Launcher {
         if (pageCache == null || pageCache.isBlank()) {
             pageCache = System.getenv().getOrDefault("GRAPHMEM_NEO4J_PAGECACHE", "512m");
         }
+        boolean watchStdin = Boolean.parseBoolean(opts.getOrDefault("watch-stdin", "true"));
         Files.createDirectories(home);
 
         Map<Setting<?>, Object> config = new HashMap<>();
@@ -88,18 +94,26 @@ public final class Launcher {
         config.put(GraphDatabaseInternalSettings.netty_server_shutdown_timeout, Duration.ofSeconds(2));
 
         Runtime.getRuntime().addShutdownHook(new Thread(Launcher::shutdown, "graphmem-launcher-shutdown"));
-        startStdinWatcher();
+        if (watchStdin) {
+            startStdinWatcher();
+        }
 
         long t0 = System.nanoTime();
-        DatabaseManagementService service = new DatabaseManagementServiceBuilder(home).setConfig(config).build();
-        synchronized (LOCK) {
-            if (stopped) {
-                // A shutdown request raced with startup; the hook already ran.
-                service.shutdown();
-                return;
-            }
-            dbms = service;
+        DatabaseManagementService service;
+        try {
+            service = new DatabaseManagementServiceBuilder(home).setConfig(config).build();
+        } catch (Throwable t) {
+            STARTED.countDown();
+            System.err.println("graphmem-launcher: neo4j failed to start");
+            t.printStackTrace();
+            System.err.flush();
+            System.exit(1);
+            return;
         }
+        synchronized (LOCK) {
+            dbms = service; // a concurrent shutdown hook waits on STARTED, then stops it
+        }
+        STARTED.countDown();
         GraphDatabaseService db = service.database(GraphDatabaseSettings.DEFAULT_DATABASE_NAME);
         while (!db.isAvailable(1000)) {
             synchronized (LOCK) {
@@ -140,6 +154,15 @@ public final class Launcher {
                 return;
             }
             stopped = true;
+        }
+        try {
+            // If a stop request arrives while the DBMS is still being built,
+            // wait for it so it is shut down cleanly rather than cut off.
+            STARTED.await(120, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        synchronized (LOCK) {
             service = dbms;
             dbms = null;
         }
@@ -208,7 +231,7 @@ public final class Launcher {
 
     private static IllegalArgumentException usage(String msg) {
         return new IllegalArgumentException(
-                msg + "\nusage: Launcher --home DIR [--port N] [--pagecache SIZE]");
+                msg + "\nusage: Launcher --home DIR [--port N] [--pagecache SIZE] [--watch-stdin true|false]");
     }
 
     static long parseBytes(String text) {
