@@ -19,7 +19,7 @@ CALL () {
     WHERE entry.key IN $entry_scopes
   } AS reachable
 }
-WITH m, reachable AND (s.type <> 'run' OR coalesce(s.key = $run_scope, false)) AS in_scope
+WITH m, reachable AND (s.type <> 'run' OR s.key IN $own_runs) AS in_scope
 WITH m, CASE
   WHEN NOT m.kind IN $kinds THEN 'kind_not_requested'
   WHEN m.tenant <> $tenant THEN 'wrong_tenant'

@@ -15,14 +15,17 @@ _REL_TYPE = re.compile(r"[A-Z][A-Z0-9_]{0,31}")
 
 
 class _TenantArg(GraphmemModel):
+    error_code = "invalid_tenant"
     tenant: Tenant
 
 
 class _ScopeArg(GraphmemModel):
+    error_code = "invalid_scope"
     scope: ScopeKey
 
 
 class _TimeArg(GraphmemModel):
+    error_code = "invalid_time"
     at: AwareDatetime
 
 

@@ -69,7 +69,8 @@ def rank(
 
     The lexical score is BM25 normalised by the best survivor's, so it lies in
     [0, 1]; when the query and a record both carry embeddings, the score is an
-    even blend with cosine similarity mapped to [0, 1]. Returns (id, score).
+    even blend with cosine similarity (negative similarity counts as 0), so a
+    record that matches neither terms nor meaning scores 0. Returns (id, score).
     """
     docs = [(rid, *_terms(content), recency, emb) for rid, content, recency, emb in survivors]
     terms = list(dict.fromkeys(tokenize(query)))
@@ -92,7 +93,7 @@ def rank(
     for (rid, _, _, recency, embedding), lexical in zip(docs, raw, strict=True):
         score = lexical / best if best > 0.0 else 0.0
         if query_embedding is not None and embedding is not None:
-            similarity = (cosine(query_embedding, embedding) + 1.0) / 2.0
+            similarity = max(0.0, cosine(query_embedding, embedding))
             score = _LEXICAL_WEIGHT * score + (1.0 - _LEXICAL_WEIGHT) * similarity
         keyed.append((-round(score, _DIGITS), -recency, rid))
     keyed.sort()

@@ -30,6 +30,7 @@ from graphmem.model import (
     AuditEvent,
     Decision,
     DropReason,
+    Kind,
     MemoryRecord,
     ReadContext,
     Receipt,
@@ -42,6 +43,27 @@ from graphmem.receipts import build_receipt, receipt_is_consistent
 __all__ = ["MemoryStore"]
 
 Clock = Callable[[], datetime]
+
+
+def _check_no_cycle(group: list[MemoryRecord]) -> None:
+    """Parents outside the batch already exist, so a DERIVED_FROM cycle can only lie inside it."""
+    parents = {r.id: [p for p in r.derived_from] for r in group}
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        for parent in parents.get(node, ()):
+            if state.get(parent) == 1:
+                raise LineageError(
+                    f"DERIVED_FROM would form a cycle through {node!r} and {parent!r}", code="lineage_cycle"
+                )
+            if parent in parents and state.get(parent) is None:
+                visit(parent)
+        state[node] = 2
+
+    for record_id in parents:
+        if record_id not in state:
+            visit(record_id)
 
 
 class MemoryStore(LineageOps):
@@ -161,11 +183,8 @@ class MemoryStore(LineageOps):
                     f"{tenant!r}; lineage never crosses tenants",
                     code="unknown_parent",
                 )
-            for record in group:
-                if record.id in record.derived_from:
-                    raise LineageError(
-                        f"record {record.id!r} cannot be derived from itself", code="lineage_cycle"
-                    )
+            _check_no_cycle(group)
+            self._check_procedure_evidence(tenant, group)
         now = self.clock()
         ops: list[Op] = [PutRecord(record=r) for r in batch]
         ops.extend(
@@ -183,6 +202,23 @@ class MemoryStore(LineageOps):
         )
         self.backend.apply([*ops, *extra])
         return batch
+
+    def _check_procedure_evidence(self, tenant: str, group: list[MemoryRecord]) -> None:
+        """A procedure derived from episodes needs every one of them verified successful."""
+        in_batch = {r.id: r for r in group}
+        for record in group:
+            if record.kind is not Kind.PROCEDURAL or not record.derived_from:
+                continue
+            outside = [p for p in record.derived_from if p not in in_batch]
+            parents = [in_batch[p] for p in record.derived_from if p in in_batch]
+            parents += self.backend.get_many(tenant, outside)
+            for parent in parents:
+                if parent.kind is Kind.EPISODIC and not parent.succeeded:
+                    raise LineageError(
+                        f"procedure {record.id!r} cannot rest on episode {parent.id!r}: its outcome is "
+                        f"{parent.outcome!r}; only 'verified-success' episodes can support a procedure",
+                        code="unverified_episode",
+                    )
 
     def get(self, tenant: str, record_id: str) -> MemoryRecord | None:
         """The stored record, or ``None``. Raises ``ContractViolation`` for a missing tenant."""

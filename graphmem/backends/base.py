@@ -134,8 +134,8 @@ class Backend(Protocol):
         """Gate every candidate of ``ctx``: the tenant's records whose scope lies in the context's closure.
 
         The closure is the context's scopes and run plus every scope they are
-        transitively WITHIN; a run scope other than the context's own run is
-        in the closure but out of scope (``scope_mismatch``).
+        transitively WITHIN; a run scope other than the context's own runs
+        (``ctx.own_runs``) is in the closure but out of scope (``scope_mismatch``).
         """
         ...
 

@@ -219,8 +219,8 @@ class EmbeddedBackend:
     def _matching_scopes(self, ctx: ReadContext) -> tuple[set[str], set[str]]:
         """(every scope reachable upward from the context, the subset a record may apply to)."""
         reachable = self.scope_ancestors(ctx.tenant, ctx.entry_scopes)
-        run = ctx.run_scope
-        matching = {s for s in reachable if scope_type(s) != "run" or s == run}
+        own = set(ctx.own_runs)
+        matching = {s for s in reachable if scope_type(s) != "run" or s in own}
         return reachable, matching
 
     def candidates(self, ctx: ReadContext) -> list[tuple[Candidate, bool]]:

@@ -299,7 +299,7 @@ class Neo4jBackend:
             "tenant": ctx.tenant,
             "record_id": record_id,
             "entry_scopes": list(ctx.entry_scopes),
-            "run_scope": ctx.run_scope,
+            "own_runs": list(ctx.own_runs),
             "kinds": [k.value for k in ctx.kinds],
             "policy": ctx.policy,
             "now": micros(ctx.now),

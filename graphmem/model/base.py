@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from typing import Annotated, Any, Self
+from typing import Annotated, Any, ClassVar, Self
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 from pydantic_core import PydanticCustomError
@@ -38,7 +38,12 @@ def _aware(value: datetime) -> datetime:
             "timestamps must be timezone-aware; pass e.g. datetime(..., tzinfo=UTC)",
         )
     # One canonical form: UTC, microsecond precision, so round-trips are exact.
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise PydanticCustomError(
+            "invalid_datetime", "timestamp is out of range once converted to UTC"
+        ) from None
 
 
 def _identifier(value: str) -> str:
@@ -89,44 +94,53 @@ Tenant = Annotated[str, AfterValidator(_tenant)]
 ScopeKey = Annotated[str, AfterValidator(_scope)]
 
 
-def _as_contract_violation(err: ValidationError, model: str) -> ContractViolation:
+def _as_contract_violation(err: ValidationError, model: str, error_code: str) -> ContractViolation:
     problems = err.errors(include_url=False)
     first = problems[0]
     custom = first["type"] in {
         "naive_datetime",
+        "invalid_datetime",
         "invalid_id",
         "missing_tenant",
         "invalid_tenant",
         "invalid_scope",
+        "invalid_embedding",
     }
-    code = first["type"] if custom else f"invalid_{model.lower()}"
-    if first["type"] == "missing" and first["loc"] == ("tenant",):
+    code = first["type"] if custom else error_code
+    if first["loc"] == ("tenant",) and (first["type"] == "missing" or first.get("input", "") is None):
         code = "missing_tenant"
-    details = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or model}: {e['msg']}" for e in problems)
-    return ContractViolation(f"{model} is invalid: {details}", code=code)
+    details = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}" for e in problems)
+    what = "argument" if model.startswith("_") else model
+    return ContractViolation(f"{what} is invalid: {details}", code=code)
 
 
 class GraphmemModel(BaseModel):
     """Strict base: unknown fields are rejected; errors become ``ContractViolation``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+    #: The code of a ContractViolation for invalid input, unless a field's own code applies.
+    error_code: ClassVar[str] = ""
+
+    @classmethod
+    def _code(cls) -> str:
+        return cls.error_code or f"invalid_{cls.__name__.lower()}"
 
     def __init__(self, /, **data: Any) -> None:
         try:
             super().__init__(**data)
         except ValidationError as err:
-            raise _as_contract_violation(err, type(self).__name__) from None
+            raise _as_contract_violation(err, type(self).__name__, self._code()) from None
 
     @classmethod
     def model_validate(cls, obj: Any, *args: Any, **kwargs: Any) -> Self:
         try:
             return super().model_validate(obj, *args, **kwargs)
         except ValidationError as err:
-            raise _as_contract_violation(err, cls.__name__) from None
+            raise _as_contract_violation(err, cls.__name__, cls._code()) from None
 
     @classmethod
     def model_validate_json(cls, json_data: str | bytes | bytearray, *args: Any, **kwargs: Any) -> Self:
         try:
             return super().model_validate_json(json_data, *args, **kwargs)
         except ValidationError as err:
-            raise _as_contract_violation(err, cls.__name__) from None
+            raise _as_contract_violation(err, cls.__name__, cls._code()) from None

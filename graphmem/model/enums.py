@@ -60,6 +60,19 @@ class Sensitivity(StrEnum):
     def rank(self) -> int:
         return _SENSITIVITY_RANK[self]
 
+    # Compare by rank, not alphabetically as a plain StrEnum would.
+    def __lt__(self, other: object) -> bool:
+        return self.rank < Sensitivity(other).rank if isinstance(other, str) else NotImplemented
+
+    def __le__(self, other: object) -> bool:
+        return self.rank <= Sensitivity(other).rank if isinstance(other, str) else NotImplemented
+
+    def __gt__(self, other: object) -> bool:
+        return self.rank > Sensitivity(other).rank if isinstance(other, str) else NotImplemented
+
+    def __ge__(self, other: object) -> bool:
+        return self.rank >= Sensitivity(other).rank if isinstance(other, str) else NotImplemented
+
 
 _SENSITIVITY_RANK = {s: i for i, s in enumerate(Sensitivity)}
 

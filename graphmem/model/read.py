@@ -48,6 +48,13 @@ class ReadContext(GraphmemModel):
         return None if self.run_id is None else f"run:{self.run_id}"
 
     @property
+    def own_runs(self) -> tuple[str, ...]:
+        """The run scopes whose records this context may see: its run, else the runs it names."""
+        if self.run_id is not None:
+            return (f"run:{self.run_id}",)
+        return tuple(s for s in self.scopes if s.startswith("run:"))
+
+    @property
     def entry_scopes(self) -> tuple[str, ...]:
         """The scopes a scope traversal starts from: the context's scopes plus its run."""
         run = self.run_scope

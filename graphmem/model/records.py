@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import unicodedata
 import uuid
 from typing import Literal
 
 from pydantic import Field, field_validator
+from pydantic_core import PydanticCustomError
 
 from graphmem.model.base import AwareDatetime, GraphmemModel, Identifier, ScopeKey, Tenant, utcnow
 from graphmem.model.canonical import canonical_json, sha256
@@ -83,6 +85,13 @@ class MemoryRecord(GraphmemModel):
     def _outcome_not_blank(cls, value: str | None) -> str | None:
         if value is not None and not value.strip():
             raise ValueError("outcome must be 'verified-success', 'failure', 'unknown' or a failure label")
+        return value
+
+    @field_validator("embedding")
+    @classmethod
+    def _embedding_finite(cls, value: tuple[float, ...] | None) -> tuple[float, ...] | None:
+        if value is not None and not all(math.isfinite(x) for x in value):
+            raise PydanticCustomError("invalid_embedding", "embedding values must be finite numbers")
         return value
 
     @property

@@ -1,0 +1,312 @@
+"""Receipts (SPEC §3): order-independent digests that ``verify`` recomputes and that catch mutation."""
+
+from __future__ import annotations
+
+import functools
+import re
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from graphmem import (
+    Kind,
+    MemoryRecord,
+    MemoryStore,
+    ReadContext,
+    Receipt,
+    Sensitivity,
+    Source,
+    Status,
+    Trust,
+)
+from graphmem.model.canonical import canonical_json, sha256
+from graphmem.ranking import SELECTOR_VERSION
+from tests.conftest import T0
+
+H = timedelta(hours=1)
+HEX64 = re.compile(r"[0-9a-f]{64}")
+DIGESTS = ("context_digest", "candidates_digest", "selection_digest", "decisions_digest", "digest")
+EDGES = [("run:r1", "workspace:w1"), ("workspace:w1", "tenant:acme"), ("run:r2", "workspace:w2")]
+QUERY = "gateway retry timeout"
+SRC = (Source(id="src-runbook", type="document", trust=Trust.TRUSTED),)
+
+
+def records(tenant: str) -> list[MemoryRecord]:
+    """A mix of selected, limited and dropped records, plus some that are no candidates at all."""
+
+    base: dict[str, Any] = {"tenant": tenant, "created_at": T0 - 24 * H}
+
+    def semantic(record_id: str, content: str, **kw: Any) -> MemoryRecord:
+        fields: dict[str, Any] = {"valid_from": T0 - 2 * H, "sources": SRC, "scope": "workspace:w1", **base}
+        fields.update(kw)
+        return MemoryRecord(id=record_id, kind=Kind.SEMANTIC, content=content, **fields)
+
+    return [
+        semantic("hit-1", "the gateway rejects a retry within 30 seconds of a timeout"),
+        semantic("hit-2", "retry the payment once", valid_from=T0 - 3 * H),
+        semantic("org", "gateway timeouts are reported to the on-call", scope="tenant:acme"),
+        semantic("miss", "the office is closed on public holidays"),
+        semantic("tie-b", "gateway retry", valid_from=T0 - 5 * H),
+        semantic("tie-a", "gateway retry", valid_from=T0 - 5 * H),
+        semantic("near", "retry gateway", embedding=(1.0, 0.0), valid_from=T0 - 6 * H),
+        semantic("far", "retry gateway", embedding=(0.0, 1.0), valid_from=T0 - 6 * H),
+        semantic("revoked", "gateway retry timeout", status=Status.REVOKED),
+        semantic("future", "gateway retry timeout", valid_from=T0 + H),
+        semantic("secret", "gateway retry timeout key", sensitivity=Sensitivity.RESTRICTED),
+        semantic("other-ws", "gateway retry timeout", scope="workspace:w2"),
+        MemoryRecord(
+            id="ep-fail",
+            **base,
+            kind=Kind.EPISODIC,
+            scope="workspace:w1",
+            content="retried after a gateway timeout and it failed",
+            event_time=T0 - H,
+            outcome="failure",
+        ),
+        MemoryRecord(
+            id="proc",
+            **base,
+            kind=Kind.PROCEDURAL,
+            scope="workspace:w1",
+            content="after a gateway timeout wait 60 seconds then retry with a new key",
+            procedure_name="retry-payment",
+            procedure_version="2",
+            preconditions=("gateway-access",),
+            outcome="verified-success",
+            sources=SRC,
+        ),
+        MemoryRecord(
+            id="proc-failed",
+            **base,
+            kind=Kind.PROCEDURAL,
+            scope="workspace:w1",
+            content="retry immediately after a gateway timeout",
+            procedure_name="retry-payment",
+            procedure_version="1",
+            preconditions=("gateway-access",),
+            outcome="failure",
+            sources=SRC,
+        ),
+        MemoryRecord(id="w-mine", **base, kind=Kind.WORKING, scope="run:r1", content="retry count is 2"),
+        MemoryRecord(id="w-other", **base, kind=Kind.WORKING, scope="run:r2", content="gateway retry"),
+    ]
+
+
+def context(tenant: str, **overrides: Any) -> ReadContext:
+    fields: dict[str, Any] = {
+        "tenant": tenant,
+        "scopes": ("workspace:w1",),
+        "run_id": "r1",
+        "now": T0,
+        "environment": ("gateway-access",),
+        "limit": 5,
+    }
+    fields.update(overrides)
+    return ReadContext(**fields)
+
+
+def fill(
+    store: MemoryStore, tenant: str, order: list[int] | None = None, edges: list[Any] | None = None
+) -> None:
+    recs = records(tenant)
+    for child, parent in edges if edges is not None else EDGES:
+        store.scope_within(tenant, child, parent)
+    for i in order if order is not None else range(len(recs)):
+        store.add(recs[i])
+
+
+def recall(store: MemoryStore, ctx: ReadContext, explain: bool = False) -> Receipt:
+    return store.recall(ctx, QUERY, explain=explain, query_embedding=(1.0, 0.0)).receipt
+
+
+@functools.cache
+def baseline() -> tuple[Receipt, tuple[str, ...]]:
+    with MemoryStore.embedded() as store:
+        fill(store, "acme")
+        selection = store.recall(context("acme"), QUERY, explain=True, query_embedding=(1.0, 0.0))
+        return selection.receipt, tuple(selection.ids)
+
+
+# -- shape ---------------------------------------------------------------------------
+
+
+def test_receipt_digests_are_sha256_hex_and_carry_the_selector_version(
+    store: MemoryStore, tenant: str
+) -> None:
+    fill(store, tenant)
+    selection = store.recall(context(tenant), QUERY, explain=True)
+    receipt = selection.receipt
+    for name in DIGESTS:
+        assert HEX64.fullmatch(getattr(receipt, name)), name
+    assert len({getattr(receipt, name) for name in DIGESTS}) == len(DIGESTS)
+    assert receipt.selector_version == SELECTOR_VERSION
+    assert receipt.selector_version
+    assert receipt.query == QUERY
+    assert list(receipt.selected_ids) == selection.ids
+    assert len(selection.ids) == 5
+
+
+def test_explain_does_not_change_the_receipt(store: MemoryStore, tenant: str) -> None:
+    fill(store, tenant)
+    ctx = context(tenant)
+    assert recall(store, ctx, explain=True) == recall(store, ctx, explain=False)
+    assert recall(store, ctx) == recall(store, ctx)
+
+
+def test_different_query_gives_different_receipt(store: MemoryStore, tenant: str) -> None:
+    fill(store, tenant)
+    ctx = context(tenant)
+    a = store.recall(ctx, "gateway").receipt
+    b = store.recall(ctx, "holidays").receipt
+    assert a.context_digest != b.context_digest
+    assert a.digest != b.digest
+    assert a.candidates_digest == b.candidates_digest
+
+
+# -- order independence ------------------------------------------------------------------
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.permutations(range(len(records("acme")))), st.permutations(EDGES))
+def test_insertion_order_does_not_change_the_receipt(order: list[int], edges: list[Any]) -> None:
+    expected, expected_ids = baseline()
+    with MemoryStore.embedded() as store:
+        fill(store, "acme", order, edges)
+        selection = store.recall(context("acme"), QUERY, explain=True, query_embedding=(1.0, 0.0))
+        assert selection.receipt == expected
+        assert tuple(selection.ids) == expected_ids
+        assert store.verify(expected, context("acme"))
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.permutations(records("acme")))
+def test_one_batch_in_any_order_gives_the_same_receipt(batch: list[MemoryRecord]) -> None:
+    expected, _ = baseline()
+    with MemoryStore.embedded() as store:
+        for child, parent in reversed(EDGES):
+            store.scope_within("acme", child, parent)
+        store.add_many(batch)
+        assert recall(store, context("acme"), explain=True) == expected
+
+
+def test_receipt_is_identical_on_every_backend(store: MemoryStore, tenant: str) -> None:
+    fill(store, tenant)
+    with MemoryStore.embedded() as reference:
+        fill(reference, tenant, order=list(reversed(range(len(records(tenant))))))
+        assert recall(store, context(tenant)) == recall(reference, context(tenant))
+
+
+# -- verify ------------------------------------------------------------------------------
+
+
+def test_verify_accepts_an_untouched_store(store: MemoryStore, tenant: str) -> None:
+    fill(store, tenant)
+    ctx = context(tenant)
+    receipt = recall(store, ctx, explain=True)
+    assert store.verify(receipt, ctx)
+    assert store.verify(receipt, ctx)  # verifying does not change anything
+    plain = store.recall(ctx, "").receipt
+    assert store.verify(plain, ctx)
+
+
+def test_verify_ignores_writes_that_are_not_candidates(store: MemoryStore, tenant: str) -> None:
+    fill(store, tenant)
+    ctx = context(tenant)
+    receipt = recall(store, ctx)
+    store.add(records(tenant)[0].model_copy(update={"id": "elsewhere", "scope": "workspace:w9"}))
+    store.add(records(tenant)[-1].model_copy(update={"id": "r2-note"}))
+    other = f"{tenant}-x"
+    store.add(records(other)[0])
+    assert store.verify(receipt, ctx)
+
+
+def test_verify_detects_a_new_candidate_that_changes_no_selection(store: MemoryStore, tenant: str) -> None:
+    fill(store, tenant)
+    ctx = context(tenant)
+    before = recall(store, ctx)
+    # A dropped candidate: it changes neither the survivors' scores nor the selection.
+    store.add(records(tenant)[0].model_copy(update={"id": "hit-1-revoked", "status": Status.REVOKED}))
+    after = recall(store, ctx)
+    assert after.selected_ids == before.selected_ids
+    assert after.selection_digest == before.selection_digest
+    assert after.candidates_digest != before.candidates_digest
+    assert not store.verify(before, ctx)
+    assert store.verify(after, ctx)
+
+
+def test_verify_detects_a_change_of_selection(store: MemoryStore, tenant: str) -> None:
+    fill(store, tenant)
+    ctx = context(tenant)
+    before = recall(store, ctx)
+    best = records(tenant)[0].model_copy(
+        update={"id": "best", "content": "gateway retry timeout: gateway retry timeout", "valid_from": T0}
+    )
+    store.add(best)
+    after = recall(store, ctx)
+    assert after.selected_ids[0] == "best"
+    assert after.selection_digest != before.selection_digest
+    assert not store.verify(before, ctx)
+
+
+def test_verify_detects_an_invalidation_in_effect(store: MemoryStore, tenant: str) -> None:
+    fill(store, tenant)
+    ctx = context(tenant)
+    before = recall(store, ctx)
+    assert "hit-1" in before.selected_ids
+    store.invalidate(tenant, "hit-1", by="src-runbook", reason="runbook revised", at=T0 + H)
+    assert store.verify(before, ctx)  # not yet in effect as of ctx.now
+    store.invalidate(tenant, "hit-2", by="src-runbook", reason="runbook revised", at=T0)
+    assert not store.verify(before, ctx)
+
+
+def test_verify_rejects_swapped_selected_ids(store: MemoryStore, tenant: str) -> None:
+    fill(store, tenant)
+    ctx = context(tenant)
+    receipt = recall(store, ctx)
+    ids = list(receipt.selected_ids)
+    assert len(ids) >= 2
+    ids[0], ids[1] = ids[1], ids[0]
+    swapped = receipt.model_copy(update={"selected_ids": tuple(ids)})
+    assert not store.verify(swapped, ctx)
+    # Even with every digest recomputed to match, the store's own recall disagrees.
+    parts = swapped.model_dump(mode="json")
+    parts["selection_digest"] = sha256(canonical_json(ids))
+    del parts["digest"]
+    forged = Receipt(**parts, digest=sha256(canonical_json(parts)))
+    assert not store.verify(forged, ctx)
+
+
+@pytest.mark.parametrize("name", [*DIGESTS, "selector_version", "query"])
+def test_verify_rejects_any_tampered_field(store: MemoryStore, tenant: str, name: str) -> None:
+    fill(store, tenant)
+    ctx = context(tenant)
+    receipt = recall(store, ctx)
+    value = "0" * 64 if name in DIGESTS else "something else"
+    assert not store.verify(receipt.model_copy(update={name: value}), ctx)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"now": T0 + timedelta(microseconds=1)},
+        {"now": T0 + 2 * H},
+        {"limit": 6},
+        {"scopes": ("workspace:w1", "workspace:w2")},
+        {"scopes": ("workspace:w2",)},
+        {"run_id": "r2"},
+        {"kinds": (Kind.SEMANTIC,)},
+        {"clearance": Sensitivity.RESTRICTED},
+        {"environment": ()},
+        {"min_score": 0.1},
+        {"policy": "v2"},
+    ],
+    ids=lambda change: "-".join(change),
+)
+def test_verify_rejects_a_different_context(store: MemoryStore, tenant: str, change: dict[str, Any]) -> None:
+    fill(store, tenant)
+    receipt = recall(store, context(tenant))
+    assert not store.verify(receipt, context(tenant, **change))
+    assert store.verify(receipt, context(tenant))
