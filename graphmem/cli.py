@@ -184,6 +184,108 @@ def demo(as_json: bool) -> None:
     )
 
 
+@cli.command()
+@click.option("--backend", type=click.Choice(["embedded", "neo4j"]), default="embedded", show_default=True)
+@click.option(
+    "--records",
+    "sizes",
+    type=int,
+    multiple=True,
+    default=[100_000],
+    show_default=True,
+    help="Store size(s) to measure; repeat the option for several.",
+)
+@click.option("--in-scope", type=int, default=1000, show_default=True, help="Records in the caller's scope.")
+@click.option("--repeats", type=int, default=200, show_default=True, help="Timed recalls per size.")
+@click.option(
+    "--naive-k",
+    type=int,
+    default=100,
+    show_default=True,
+    help="Neo4j: candidates the naive fulltext-top-k-then-filter baseline fetches.",
+)
+@click.option("--launch", is_flag=True, help="Neo4j: start a local Neo4j 5.26 (Java + Maven) for the run.")
+@click.option("--output", type=click.Path(dir_okay=False), help="Also write the results as JSON here.")
+@click.pass_context
+def bench(
+    ctx: click.Context,
+    backend: str,
+    sizes: tuple[int, ...],
+    in_scope: int,
+    repeats: int,
+    naive_k: int,
+    launch: bool,
+    output: str | None,
+) -> None:
+    """Measure recall latency (p50/p95/p99), ingest rate and exactness against a brute-force oracle."""
+    import functools
+    import uuid
+
+    from rich.progress import Progress
+
+    from graphmem.bench import recall_workload
+
+    server = None
+    results = []
+    try:
+        if backend == "neo4j" and launch:
+            from graphmem.testing.neo4j_server import LocalNeo4j
+
+            server = LocalNeo4j().start()
+            ctx.find_root().obj = {"uri": server.uri, "auth": server.auth}
+        for size in sizes:
+            store = MemoryStore.embedded() if backend == "embedded" else _open(ctx.find_root())
+            with store, Progress() as progress:
+                store.setup()
+                task = progress.add_task(f"{backend}: loading {size:,} records", total=size)
+                result = recall_workload(
+                    store,
+                    f"bench-{uuid.uuid4().hex[:8]}",
+                    size,
+                    in_scope=in_scope,
+                    repeats=repeats,
+                    naive_k=naive_k if backend == "neo4j" else None,
+                    progress=functools.partial(progress.advance, task),
+                )
+            result["backend"] = backend
+            results.append(result)
+    finally:
+        if server is not None:
+            server.stop()
+    table = Table(title="graphmem bench: recall", title_justify="left")
+    for column in (
+        "backend",
+        "records",
+        "in scope",
+        "ingest/s",
+        "p50 ms",
+        "p95 ms",
+        "p99 ms",
+        "= oracle",
+        "naive p95 ms",
+        "naive recall",
+    ):
+        table.add_column(column, justify="right")
+    for r in results:
+        naive = r.get("naive")
+        table.add_row(
+            r["backend"],
+            f"{r['records']:,}",
+            str(r["in_scope"]),
+            f"{r['ingest_records_per_s']:,}",
+            str(r["recall"]["p50_ms"]),
+            str(r["recall"]["p95_ms"]),
+            str(r["recall"]["p99_ms"]),
+            "yes" if r["recall_equals_oracle"] else "[red]NO[/red]",
+            str(naive["latency"]["p95_ms"]) if naive else "",
+            str(naive["recall_vs_oracle"]) if naive else "",
+        )
+    Console().print(table)
+    if output:
+        with open(output, "w", encoding="utf-8") as out:
+            json.dump(results, out, indent=2)
+
+
 def main() -> None:
     """Entry point: GraphmemErrors become a one-line message and exit code 2."""
     try:
