@@ -23,8 +23,11 @@ CALL (m, row) {
   SET x += source
   MERGE (m)-[:CITES]->(x)
 }
-CALL (m, row) {
-  UNWIND row.derived_from AS parent_id
-  MATCH (parent:Memory {tenant: row.tenant, id: parent_id})
-  MERGE (m)-[:DERIVED_FROM]->(parent)
-}
+;
+
+// Lineage edges once every node of the batch exists, whatever the row order.
+UNWIND $rows AS row
+UNWIND row.derived_from AS parent_id
+MATCH (m:Memory {tenant: row.tenant, id: row.id})
+MATCH (parent:Memory {tenant: row.tenant, id: parent_id})
+MERGE (m)-[:DERIVED_FROM]->(parent)

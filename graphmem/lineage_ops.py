@@ -401,10 +401,14 @@ class LineageOps:
             else:
                 update = {"status": _STATUS_BY_MODE[mode], "sources": mark_sources(record)}
                 action = "released" if mode is ForgetMode.RELEASE else "revoked"
-            ops.append(PutRecord(record=MemoryRecord.model_validate({**record.model_dump(), **update})))
+            ops.append(
+                PutRecord(record=MemoryRecord.model_validate({**record.model_dump(), **update}), replace=True)
+            )
             report.append(ForgetEntry(record_id=record.id, action=action, reason=why))
         for record in kept:
-            ops.append(PutRecord(record=record.model_copy(update={"sources": mark_sources(record)})))
+            ops.append(
+                PutRecord(record=record.model_copy(update={"sources": mark_sources(record)}), replace=True)
+            )
             report.append(
                 ForgetEntry(
                     record_id=record.id, action="kept", reason=f"still supported without {req.target}"

@@ -105,13 +105,14 @@ class MemoryStore(LineageOps):
 
         return cls(Neo4jBackend.connect(uri, **options), clock=clock)
 
-    def setup(self) -> int:
-        """Apply the backend's schema (constraints, indexes) — explicit, versioned, idempotent.
+    def setup(self, embedding_dimensions: int | None = None) -> int:
+        """Apply the backend's schema (constraints, indexes; a vector index when
+        ``embedding_dimensions`` is given) — explicit, versioned, idempotent.
 
         The embedded backend needs none and returns 0.
         """
         setup = getattr(self.backend, "setup", None)
-        return 0 if setup is None else int(setup())
+        return 0 if setup is None else int(setup(embedding_dimensions))
 
     def close(self) -> None:
         """Release drivers and files. The store is unusable afterwards."""

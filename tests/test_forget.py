@@ -213,6 +213,7 @@ def test_export_import_round_trips(lineage: MemoryStore, tenant: str) -> None:
     copy = MemoryStore.embedded()
     assert copy.import_(lines) == len(lines)
     assert list(copy.export(tenant)) == lines
+    assert copy.trace(tenant, "digest") == lineage.trace(tenant, "digest")
     ctx = _ctx(tenant, 10)
     assert copy.recall(ctx, "Elm", explain=True) == lineage.recall(ctx, "Elm", explain=True)
     with pytest.raises(Exception, match="duplicate_id"):
@@ -275,3 +276,4 @@ def test_export_from_embedded_imports_into_neo4j_exactly(tenant: str, neo4j_driv
     target = MemoryStore(Neo4jBackend(neo4j_driver))  # type: ignore[arg-type]
     target.import_(lines)
     assert list(target.export(tenant)) == lines
+    assert target.trace(tenant, "claim") == source.trace(tenant, "claim")

@@ -38,10 +38,12 @@ __all__ = [
 
 
 class PutRecord(GraphmemModel):
-    """Create or replace a record node with its APPLIES_TO, CITES and DERIVED_FROM edges."""
+    """Create a record node with its APPLIES_TO, CITES and DERIVED_FROM edges, or, with
+    ``replace``, overwrite a stored one. Creating an id that exists is a ``ConflictError``."""
 
     op: Literal["put_record"] = "put_record"
     record: MemoryRecord
+    replace: bool = False
 
 
 class ScopeWithin(GraphmemModel):

@@ -40,7 +40,8 @@ def cypher(name: str) -> str:
     return path.read_text(encoding="utf-8")
 
 
+@cache
 def statements(name: str) -> list[str]:
-    """The ``;``-separated statements of a multi-statement file (schema migrations), comments removed."""
+    """The ``;``-separated statements of a file (one or more), comment lines removed."""
     body = "\n".join(line for line in cypher(name).splitlines() if not line.lstrip().startswith("//"))
     return [s.strip() for s in body.split(";") if s.strip()]

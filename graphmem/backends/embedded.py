@@ -7,6 +7,7 @@ without naming both tenants. Audit events live in an append-only list.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -27,6 +28,7 @@ from graphmem.backends.base import (
     ScopeWithin,
 )
 from graphmem.backends.journal import Journal
+from graphmem.errors import ConflictError
 from graphmem.gate import Candidate, GateResult, drop_reason, run_gate
 from graphmem.model import AuditEvent, DropReason, MemoryRecord, ReadContext, Source, scope_type
 
@@ -55,6 +57,7 @@ class EmbeddedBackend:
 
     def __init__(self, directory: str | Path | None = None, *, compact_bytes: int = _COMPACT_BYTES) -> None:
         self._compact_bytes = compact_bytes
+        self._lock = threading.RLock()
         self.graph: nx.MultiDiGraph[Node] = nx.MultiDiGraph()
         self._audit: dict[str, list[AuditEvent]] = {}
         # Earliest effect time of incoming SUPERSEDES / outgoing INVALIDATED_BY edges, per
@@ -75,6 +78,22 @@ class EmbeddedBackend:
     # -- writes -----------------------------------------------------------
 
     def apply(self, ops: Sequence[Op]) -> None:
+        with self._lock:
+            self._check(ops)
+            self._commit(ops)
+
+    def _check(self, ops: Sequence[Op]) -> None:
+        """Refuse the whole batch before anything is journalled or applied."""
+        created = [
+            (op.record.tenant, op.record.id) for op in ops if isinstance(op, PutRecord) and not op.replace
+        ]
+        taken = sorted(i for t, i in created if self.get(t, i) is not None)
+        if taken or len(set(created)) != len(created):
+            raise ConflictError(
+                f"record id(s) {taken[:5]!r} already exist; nothing was written", code="duplicate_id"
+            )
+
+    def _commit(self, ops: Sequence[Op]) -> None:
         if self._journal is not None:
             payload = {"ops": _OPS.dump_python(list(ops), mode="json")}
             self._journal.append(payload)

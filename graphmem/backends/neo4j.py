@@ -106,7 +106,7 @@ def _record_row(record: MemoryRecord) -> dict[str, Any]:
 
 def _rows(op: Op) -> tuple[str, dict[str, Any]]:
     if isinstance(op, PutRecord):
-        return "put_records", _record_row(op.record)
+        return ("put_records" if op.replace else "create_records"), _record_row(op.record)
     row: dict[str, Any]
     if isinstance(op, ScopeWithin):
         row = {
@@ -231,8 +231,9 @@ class Neo4jBackend:
         version = rows[0]["version"] if rows else None
         return 0 if version is None else int(version)
 
-    def setup(self) -> int:
-        """Apply schema migrations up to ``SCHEMA_VERSION``; idempotent. Returns the version."""
+    def setup(self, embedding_dimensions: int | None = None) -> int:
+        """Apply schema migrations up to ``SCHEMA_VERSION``, and the vector index when
+        ``embedding_dimensions`` is given; idempotent. Returns the version."""
         current = self.schema_version()
         for version in range(current + 1, SCHEMA_VERSION + 1):
             for statement in statements(f"schema_v{version}"):
@@ -244,9 +245,23 @@ class Neo4jBackend:
                 tx.run(cypher("schema_set_version"), {"version": v, "applied_at": at}).consume()
 
             self._run(mark, write=True)
+        if embedding_dimensions is not None:
+            self._vector_index(embedding_dimensions)
         with self._session(False) as session:
             session.run(cypher("await_indexes"), {"timeout_seconds": 300}).consume()
         return SCHEMA_VERSION
+
+    def _vector_index(self, dimensions: int) -> None:
+        existing = self._read("vector_index_dimensions")
+        if existing and existing[0]["dimensions"] != dimensions:
+            raise ConflictError(
+                f"the embedding index has {existing[0]['dimensions']} dimensions, not {dimensions}; "
+                "drop graphmem_memory_embedding first to change the embedding model",
+                code="embedding_dimensions",
+            )
+        if not existing:
+            with self._session(True) as session:
+                session.run(cypher("schema_vector_index"), {"dimensions": dimensions}).consume()
 
     # -- writes -----------------------------------------------------------
 
@@ -261,9 +276,9 @@ class Neo4jBackend:
 
         def work(tx: neo4j.ManagedTransaction) -> None:
             for name, rows in groups:
-                query = cypher(name)
-                for i in range(0, len(rows), _BATCH):
-                    tx.run(query, {"rows": rows[i : i + _BATCH]}).consume()
+                for query in statements(name):
+                    for i in range(0, len(rows), _BATCH):
+                        tx.run(query, {"rows": rows[i : i + _BATCH]}).consume()
 
         self._run(work, write=True)
 
