@@ -1,0 +1,28 @@
+"""The write gate's pure rules (SPEC §4): secrets, poisoning, and the decision.
+
+Imports the model only; ``MemoryStore.propose``/``approve`` orchestrate it.
+"""
+
+from graphmem.policy.decide import PolicyVerdict, decide, effective_trust
+from graphmem.policy.merge import approved_record, find_conflicts, find_duplicate, normalised_key
+from graphmem.policy.metrics import corpus_metrics
+from graphmem.policy.poisoning import PoisonFinding, concealed_findings, poisoning_findings, scan_poisoning
+from graphmem.policy.secrets import SecretFinding, find_secrets, redact_secrets
+
+__all__ = [
+    "PoisonFinding",
+    "PolicyVerdict",
+    "SecretFinding",
+    "approved_record",
+    "concealed_findings",
+    "corpus_metrics",
+    "decide",
+    "effective_trust",
+    "find_conflicts",
+    "find_duplicate",
+    "find_secrets",
+    "normalised_key",
+    "poisoning_findings",
+    "redact_secrets",
+    "scan_poisoning",
+]

@@ -1,0 +1,252 @@
+"""The write gate's decision for one proposal (SPEC §4). Pure: no store, no clock unless given.
+
+``decide`` covers every rule that needs only the proposal. The two rules that
+need stored records — exact duplicates and conflicting claims — are the
+store's: it calls ``graphmem.policy.merge`` with the records it fetched, after
+an accepted or pending verdict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from graphmem.model import Kind, MemoryRecord, Sensitivity, Status, Trust, scope_type
+from graphmem.model.base import GraphmemModel
+from graphmem.model.write import WriteDecision, WriteOutcome, WritePolicy, WriteProposal, WriteReason
+from graphmem.policy.poisoning import concealed_findings, scan_poisoning
+from graphmem.policy.secrets import find_secrets, redact_secrets
+
+__all__ = ["PolicyVerdict", "decide", "effective_trust"]
+
+
+class PolicyVerdict(GraphmemModel):
+    """What the pure gate decided, and the record to write if anything is written.
+
+    When rejected, ``record`` and ``proposal`` are ``None`` (nothing of a rejected
+    proposal should be kept). Otherwise ``proposal`` is the proposal as judged
+    (secrets redacted) — keep it for ``approve`` and audit — and ``record`` is
+    what to write, with status ``active`` or ``pending_approval``.
+    """
+
+    outcome: WriteOutcome
+    reason: WriteReason
+    proposal_id: str
+    message: str
+    findings: tuple[str, ...] = ()
+    record: MemoryRecord | None = None
+    proposal: WriteProposal | None = None
+    policy: str = "default"
+
+    def to_decision(self, record_id: str | None = None) -> WriteDecision:
+        """The ``WriteDecision`` to return; ``record_id`` defaults to the verdict's record."""
+        if record_id is None and self.record is not None:
+            record_id = self.record.id
+        return WriteDecision(
+            outcome=self.outcome,
+            reason=self.reason,
+            proposal_id=self.proposal_id,
+            record_id=None if self.outcome is WriteOutcome.REJECTED else record_id,
+            message=self.message,
+            findings=self.findings,
+            policy=self.policy,
+        )
+
+
+def effective_trust(proposal: WriteProposal, policy: WritePolicy) -> Trust:
+    """Trusted if any source is trusted (of a type the policy trusts), or, with no
+    sources, if the proposer is one of ``policy.trusted_proposers``."""
+    if not proposal.sources:
+        return Trust.TRUSTED if proposal.proposed_by in policy.trusted_proposers else Trust.UNTRUSTED
+    for source in proposal.sources:
+        type_ok = policy.trusted_source_types is None or source.type in policy.trusted_source_types
+        if source.trust is Trust.TRUSTED and type_ok:
+            return Trust.TRUSTED
+    return Trust.UNTRUSTED
+
+
+def _verdict(
+    proposal: WriteProposal,
+    policy: WritePolicy,
+    outcome: WriteOutcome,
+    reason: WriteReason,
+    message: str,
+    findings: Iterable[str] = (),
+    now: datetime | None = None,
+) -> PolicyVerdict:
+    record = judged = None
+    if outcome is not WriteOutcome.REJECTED:
+        status = Status.ACTIVE if outcome is WriteOutcome.ACCEPTED else Status.PENDING_APPROVAL
+        record = proposal.to_record(status, policy.version, created_at=now)
+        judged = proposal
+    return PolicyVerdict(
+        outcome=outcome,
+        reason=reason,
+        proposal_id=proposal.proposal_id,
+        message=message,
+        findings=tuple(dict.fromkeys(findings)),
+        record=record,
+        proposal=judged,
+        policy=policy.version,
+    )
+
+
+def _stored_text(proposal: WriteProposal) -> dict[str, str]:
+    """Every free-text field the store keeps or audits, by field path."""
+    fields = {"content": proposal.content, "rationale": proposal.rationale}
+    for i, source in enumerate(proposal.sources):
+        fields[f"sources[{i}].quote"] = source.quote or ""
+        fields[f"sources[{i}].locator"] = source.locator or ""
+    for name in ("tags", "preconditions"):
+        for i, value in enumerate(getattr(proposal, name)):
+            fields[f"{name}[{i}]"] = value
+    for name in ("procedure_name", "procedure_version", "outcome", "subject"):
+        fields[name] = getattr(proposal, name) or ""
+    return {k: v for k, v in fields.items() if v}
+
+
+def _secret_labels(proposal: WriteProposal) -> list[str]:
+    labels = []
+    for path, text in _stored_text(proposal).items():
+        for finding in find_secrets(text):
+            labels.append(finding.label if path == "content" else f"{finding.label}@{path}")
+    return list(dict.fromkeys(labels))
+
+
+def _redacted(proposal: WriteProposal) -> WriteProposal:
+    def red(text: str | None) -> str | None:
+        return None if text is None else redact_secrets(text)[0]
+
+    data = proposal.model_dump()
+    data.update(
+        content=red(proposal.content),
+        rationale=red(proposal.rationale),
+        sources=[
+            {**s.model_dump(), "quote": red(s.quote), "locator": red(s.locator)} for s in proposal.sources
+        ],
+        tags=[red(t) for t in proposal.tags],
+        preconditions=[red(p) for p in proposal.preconditions],
+        procedure_name=red(proposal.procedure_name),
+        procedure_version=red(proposal.procedure_version),
+        outcome=red(proposal.outcome),
+        subject=red(proposal.subject),
+    )
+    return WriteProposal.model_validate(data)
+
+
+def decide(
+    proposal: WriteProposal,
+    policy: WritePolicy | None = None,
+    source_trust: Trust | None = None,
+    *,
+    now: datetime | None = None,
+) -> PolicyVerdict:
+    """Judge ``proposal`` under ``policy``; the first failing rule decides.
+
+    Order: restricted sensitivity; secrets anywhere the store keeps text
+    (content, rationale, source quotes and locators, tags, …) — rejected, or
+    redacted and judged further; poisoning in the content and source quotes;
+    provenance for semantic/procedural; confidence; then approval for broad
+    scopes and procedures; else accepted.
+
+    ``source_trust`` overrides ``effective_trust`` when the store knows better
+    (it should not take an agent's word that its sources are trusted). Poisoning
+    from untrusted evidence is always rejected; from trusted evidence only
+    concealed instructions are (``WritePolicy.trusted_poisoning``), so a trusted
+    incident report may quote an attack. Messages and findings name detectors,
+    kinds and fields, never the offending text.
+    """
+    policy = policy or WritePolicy()
+    rejected = WriteOutcome.REJECTED
+    if policy.reject_restricted and proposal.sensitivity is Sensitivity.RESTRICTED:
+        return _verdict(
+            proposal,
+            policy,
+            rejected,
+            WriteReason.RESTRICTED_SENSITIVITY,
+            "restricted content is never stored in memory; keep it in its system of record",
+        )
+
+    notes = _secret_labels(proposal)
+    if notes:
+        if policy.secrets == "reject":
+            return _verdict(
+                proposal,
+                policy,
+                rejected,
+                WriteReason.SECRET_DETECTED,
+                f"the proposal contains secrets ({', '.join(notes)}); remove them and propose again",
+                notes,
+            )
+        proposal = _redacted(proposal)
+
+    trust = source_trust or effective_trust(proposal, policy)
+    if policy.poisoning_check:
+        texts = [proposal.content, *(s.quote for s in proposal.sources if s.quote)]
+        poison = sorted({label for text in texts for label in _poisoning(text, trust, policy)})
+        if poison:
+            where = "a trusted source, concealed" if trust is Trust.TRUSTED else "an untrusted source"
+            return _verdict(
+                proposal,
+                policy,
+                rejected,
+                WriteReason.POISONING,
+                f"instruction-like or authority-granting text from {where} ({', '.join(poison)})",
+                [*notes, *poison],
+            )
+
+    if proposal.kind in policy.provenance_kinds:
+        support = len(proposal.sources) + len(proposal.derived_from)
+        if support < policy.min_support:
+            return _verdict(
+                proposal,
+                policy,
+                rejected,
+                WriteReason.MISSING_PROVENANCE,
+                f"{proposal.kind} memory needs at least {policy.min_support} source or derived_from id; "
+                f"it has {support}",
+                notes,
+            )
+
+    if proposal.confidence < policy.min_confidence:
+        return _verdict(
+            proposal,
+            policy,
+            rejected,
+            WriteReason.LOW_CONFIDENCE,
+            f"confidence {proposal.confidence:g} is below the policy minimum {policy.min_confidence:g}",
+            notes,
+        )
+
+    redacted = " (secrets redacted)" if notes else ""
+    pending = WriteOutcome.PENDING_APPROVAL
+    if scope_type(proposal.scope) in policy.approval_scope_types:
+        return _verdict(
+            proposal,
+            policy,
+            pending,
+            WriteReason.NEEDS_APPROVAL_BROAD_SCOPE,
+            f"scope type {scope_type(proposal.scope)!r} is broad; a person must approve{redacted}",
+            notes,
+            now,
+        )
+    if policy.procedural_needs_approval and proposal.kind is Kind.PROCEDURAL:
+        return _verdict(
+            proposal,
+            policy,
+            pending,
+            WriteReason.NEEDS_APPROVAL_PROCEDURAL,
+            f"procedures are written only after a person approves{redacted}",
+            notes,
+            now,
+        )
+    reason = WriteReason.SECRET_REDACTED if notes else WriteReason.ACCEPTED
+    return _verdict(proposal, policy, WriteOutcome.ACCEPTED, reason, f"accepted{redacted}", notes, now)
+
+
+def _poisoning(content: str, trust: Trust, policy: WritePolicy) -> list[str]:
+    if trust is Trust.UNTRUSTED or policy.trusted_poisoning == "all":
+        return sorted({f.label for f in scan_poisoning(content)})
+    if policy.trusted_poisoning == "off":
+        return []
+    return sorted({f.label for f in concealed_findings(content)})

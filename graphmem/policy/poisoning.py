@@ -1,0 +1,94 @@
+"""Memory-poisoning detection: instruction-like or authority-granting text (SPEC §4).
+
+Rules describe *shapes* of attack, not known attack strings: a verb of
+disregard near a word for instructions, a standing order ("from now on …"),
+a role reassignment, an authority claim or grant, a request for the system
+prompt, an attempt to hide something from the user, data sent to an outside
+address, chat-template role tags. Each rule has lexicons for several languages
+and runs on every view of the text (see ``graphmem.policy.text``), so splitting,
+hiding, obfuscating or encoding the words does not get them past.
+
+Rules come in two classes: ``injection`` aims at the system itself (its
+instructions, prompt, safeguards); ``directive`` gives standing orders or
+authority. The gate treats both as poisoning from untrusted sources.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from graphmem.policy.rules import RULES, TEMPLATED_URL, Rule, RuleClass
+from graphmem.policy.text import Channel, View, strip_quoted, views
+
+__all__ = ["PoisonFinding", "concealed_findings", "poisoning_findings", "scan_poisoning"]
+
+
+@dataclass(frozen=True, slots=True)
+class PoisonFinding:
+    """One rule that fired, and through which channel (``plain`` = visible, unconcealed text)."""
+
+    rule: str
+    klass: RuleClass
+    channel: Channel
+    via: str
+
+    @property
+    def label(self) -> str:
+        return f"poisoning:{self.rule}" if self.channel == "plain" else f"poisoning:{self.rule}@{self.via}"
+
+
+def _count(rule: Rule, text: str) -> int:
+    check = rule.check
+    return sum(1 for m in rule.pattern.finditer(text) if check is None or check(m, text))
+
+
+def _scan(all_views: Iterable[View]) -> list[tuple[PoisonFinding, int]]:
+    seen: set[str] = set()
+    found: list[tuple[PoisonFinding, int]] = []
+    for view in all_views:
+        if view.text in seen:
+            continue
+        seen.add(view.text)
+        for rule in RULES:
+            n = _count(rule, view.text)
+            if n:
+                found.append((PoisonFinding(rule.name, rule.klass, view.channel, view.via), n))
+        if TEMPLATED_URL.search(view.text):
+            found.append((PoisonFinding("exfiltration_url", "injection", view.channel, view.via), 1))
+    return found
+
+
+def scan_poisoning(text: str) -> list[PoisonFinding]:
+    """Every (rule, channel) that fired anywhere in ``text``, visible text first."""
+    unique: dict[tuple[str, str, str], PoisonFinding] = {}
+    for finding, _ in _scan(views(text)):
+        unique.setdefault((finding.rule, finding.channel, finding.via), finding)
+    return list(unique.values())
+
+
+def poisoning_findings(text: str) -> list[str]:
+    """Labels of the rules that fire on ``text``, e.g. ``poisoning:override_instructions@base64``."""
+    return sorted({f.label for f in scan_poisoning(text)})
+
+
+def concealed_findings(text: str) -> list[PoisonFinding]:
+    """Findings in what the author did *not* say openly: hidden, obfuscated or encoded.
+
+    Quoted passages and code are left out first (a trusted author may quote an
+    attack). An obfuscated finding counts only if the rule fires more often
+    after de-obfuscation than on the plain text, i.e. something was disguised.
+    """
+    scanned = _scan(views(strip_quoted(text)))
+    plain: dict[str, int] = {}
+    for finding, n in scanned:
+        if finding.channel == "plain":
+            plain[finding.rule] = max(plain.get(finding.rule, 0), n)
+    concealed: dict[tuple[str, str, str], PoisonFinding] = {}
+    for finding, n in scanned:
+        if finding.channel == "plain" or (
+            finding.channel == "obfuscated" and n <= plain.get(finding.rule, 0)
+        ):
+            continue
+        concealed.setdefault((finding.rule, finding.channel, finding.via), finding)
+    return list(concealed.values())

@@ -1,0 +1,288 @@
+"""Text views for the detectors: normalised, de-obfuscated, hidden carriers, decoded payloads.
+
+Attackers hide instructions where a person does not look (HTML comments, link
+targets, zero-width characters, look-alike letters, base64 …). The detectors
+run on *views* of a text; each view says through which channel it was found,
+so the gate can treat concealment differently from plain speech.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import codecs
+import html
+import json
+import re
+import unicodedata
+import urllib.parse
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = ["Channel", "View", "deobfuscate", "fold", "strip_quoted", "views", "visible_text"]
+
+Channel = Literal["plain", "obfuscated", "hidden", "encoded"]
+
+# Format characters (zero-width space/joiners, bidi controls, BOM, soft hyphen)
+# are invisible; Unicode "tag" characters smuggle ASCII invisibly.
+_TAG_BASE = 0xE0000
+_WS = re.compile(r"[^\S\n]+")
+_NL = re.compile(r"\s*\n\s*")
+_HTML_COMMENT = re.compile(r"<!--(.*?)(?:-->|$)", re.S)
+_HTML_ATTR = re.compile(r"""\b[\w:-]+\s*=\s*(?:"([^"]*)"|'([^']*)')""")
+_HIDDEN_ELEMENT = re.compile(
+    r"<(\w+)[^>]*style\s*=\s*[\"'][^\"']*(?:display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0"
+    r"|opacity\s*:\s*0(?:\.0+)?\b|color\s*:\s*(?:white|#fff(?:fff)?\b|transparent))[^\"']*[\"'][^>]*>(.{0,5000}?)</\1>",
+    re.S | re.I,
+)
+_TAG = re.compile(r"<[^<>]{1,500}>")
+_MD_LINK = re.compile(
+    r"!?\[([^\[\]]{0,1000})\]\(\s*<?([^()\[\]\s>]{0,2000})>?(?:\s+[\"'(]([^\"')]{0,1000})[\"')])?\s*\)"
+)
+_MD_REFDEF = re.compile(r"^[^\S\n]*\[[^\]\n]{1,200}\]:\s*(\S+)(?:\s+[\"'(]([^\"')]*)[\"')])?", re.M)
+_B64 = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
+_HEX = re.compile(r"(?:\\x|0x)?(?:[0-9a-fA-F]{2}(?:[\s:,]|\\x)?){8,}")
+_ESCAPES = re.compile(r"\\u[0-9a-fA-F]{4}|\\x[0-9a-fA-F]{2}|&#x?[0-9a-fA-F]+;|&[a-z]+;")
+_SPACED = re.compile(r"(?<!\w)\w(?P<sep>[ .\-_*·/|])\w(?:(?P=sep)\w)+(?!\w)")
+_INWORD = re.compile(r"(?<=\w)[\-.·_*](?=\w)")
+_CODE_FENCE = re.compile(r"```.*?(?:```|$)|~~~.*?(?:~~~|$)", re.S)
+_QUOTED = re.compile(
+    r"`[^`\n]+`|\"[^\"\n]{2,}\"|“[^”]{2,2000}”|„[^“”]{2,2000}[“”]|«[^»]{2,2000}»|「[^」]{1,2000}」|『[^』]{1,2000}』"
+    r"|^[^\S\n]*>.*$",
+    re.M,
+)
+
+_LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s"})
+_LEET_L = str.maketrans({"1": "l", "|": "l", "!": "i", "8": "b", "9": "g"})
+_LEET_TOKEN = re.compile(r"[\w@$|!]+")
+
+# Latin look-alikes from Cyrillic and Greek; applied only inside mixed-script
+# words so genuine Russian or Greek text is left alone.
+_CONFUSABLES = str.maketrans(
+    "аеорсухкмтвніјѕԁɡӏАЕОРСУХКМТВНІЈЅαοριυνκτεΑΒΕΗΙΚΜΝΟΡΤΥΧ",
+    "aeopcyxkmtbhijsdglAEOPCYXKMTBHIJSaopiuvkteABEHIKMNOPTYX",
+)
+_LATIN = re.compile(r"[a-zA-Z]")
+_NONLATIN_CONFUSABLE = re.compile(r"[аеорсухкмтвніјѕԁɡӏАЕОРСУХКМТВНІЈЅαοριυνκτεΑΒΕΗΙΚΜΝΟΡΤΥΧ]")
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """Folded text to scan, and the channel through which it was reached."""
+
+    text: str
+    channel: Channel
+    via: str
+
+
+def _is_invisible(ch: str) -> bool:
+    return unicodedata.category(ch) == "Cf" or 0xE0000 <= ord(ch) <= 0xE007F
+
+
+def _smuggled_ascii(text: str) -> str:
+    return "".join(chr(ord(c) - _TAG_BASE) for c in text if 0xE0020 <= ord(c) <= 0xE007E)
+
+
+def _strip_accents(text: str) -> str:
+    # Combining marks are dropped only after ASCII letters: "précédentes" folds to
+    # "precedentes", while Japanese voiced kana and Cyrillic й keep their marks.
+    out: list[str] = []
+    for ch in unicodedata.normalize("NFD", text):
+        if unicodedata.category(ch) == "Mn" and out and out[-1].isascii():
+            continue
+        out.append(ch)
+    return unicodedata.normalize("NFC", "".join(out))
+
+
+def fold(text: str) -> str:
+    """NFKC, accents off Latin letters, case-folded, runs of spaces and of line breaks collapsed."""
+    text = _strip_accents(unicodedata.normalize("NFKC", text)).casefold()
+    return _NL.sub("\n", _WS.sub(" ", text)).strip()
+
+
+def _deconfuse(text: str) -> str:
+    def fix(m: re.Match[str]) -> str:
+        word = m.group(0)
+        if _LATIN.search(word) and _NONLATIN_CONFUSABLE.search(word):
+            return word.translate(_CONFUSABLES)
+        return word
+
+    return re.sub(r"\w+", fix, text)
+
+
+def _deleet(text: str, table: dict[int, str]) -> str:
+    def fix(m: re.Match[str]) -> str:
+        word = m.group(0)
+        mixed = re.search(r"[a-z]", word) and re.search(r"[0-9@$|!]", word)
+        return word.translate(table) if mixed else word
+
+    return _LEET_TOKEN.sub(fix, text)
+
+
+def _unspace(text: str) -> str:
+    # "i g n o r e  a l l" / "i.g.n.o.r.e a.l.l" -> "ignore all"; "in-struc-tions" -> "instructions"
+    text = _SPACED.sub(lambda m: m.group(0).replace(m.group("sep"), ""), text)
+    return _INWORD.sub("", text)
+
+
+def deobfuscate(text: str) -> list[str]:
+    """Folded variants with invisible characters, look-alikes, leetspeak and spacing undone."""
+    visible = "".join(c for c in unicodedata.normalize("NFKC", text) if not _is_invisible(c))
+    base = fold(_deconfuse(visible))
+    squashed = fold(_unspace(_deconfuse(visible)))
+    variants = {base, squashed}
+    for table in (_LEET, {**_LEET, **_LEET_L}):
+        variants.add(_deleet(base, table))
+        variants.add(_unspace(_deleet(base, table)))
+    return sorted(variants)
+
+
+def _printable(data: bytes) -> str | None:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if len(text) < 6:
+        return None
+    good = sum(1 for c in text if c.isprintable() or c in "\n\r\t")
+    letters = sum(1 for c in text if c.isalpha())
+    return text if good / len(text) >= 0.9 and letters / len(text) >= 0.4 else None
+
+
+def _b64_decode(candidate: str) -> str | None:
+    raw = candidate.rstrip("=")
+    if not (re.search(r"[a-z]", raw) and re.search(r"[A-Z0-9]", raw)):
+        return None
+    padded = raw + "=" * (-len(raw) % 4)
+    for decoder in (base64.b64decode, base64.urlsafe_b64decode):
+        try:
+            decoded = _printable(decoder(padded))
+        except (binascii.Error, ValueError):
+            continue
+        if decoded is not None:
+            return decoded
+    return None
+
+
+def _hex_decode(candidate: str) -> str | None:
+    digits = re.sub(r"\\x|0x|[\s:,]", "", candidate)
+    if len(digits) % 2:
+        digits = digits[:-1]
+    try:
+        return _printable(bytes.fromhex(digits))
+    except ValueError:
+        return None
+
+
+def _unescape(text: str) -> str:
+    def one(m: re.Match[str]) -> str:
+        token = m.group(0)
+        if token.startswith(("\\u", "\\x")):
+            return chr(int(token[2:], 16))
+        return html.unescape(token)
+
+    return _ESCAPES.sub(one, text)
+
+
+def _json_strings(value: Any) -> Iterator[str]:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, dict):
+            stack.extend(str(k) for k in item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+def _decoded(text: str) -> Iterator[tuple[str, str]]:
+    """(how, decoded text) for every encoded segment that decodes to readable text."""
+    for m in _B64.finditer(text):
+        decoded = _b64_decode(m.group(0))
+        if decoded is not None:
+            yield "base64", decoded
+    for m in _HEX.finditer(text):
+        decoded = _hex_decode(m.group(0))
+        if decoded is not None:
+            yield "hex", decoded
+    if re.search(r"%[0-9a-fA-F]{2}", text):
+        yield "url", urllib.parse.unquote_plus(text)
+    if _ESCAPES.search(text):
+        yield "escape", _unescape(text)
+    yield "rot13", codecs.decode(text, "rot13")
+
+
+def _hidden(text: str) -> Iterator[tuple[str, str]]:
+    """(carrier, text) for content a reader of the rendered text would not see."""
+    for m in _HTML_COMMENT.finditer(text):
+        yield "html_comment", m.group(1)
+    for m in _HIDDEN_ELEMENT.finditer(text):
+        yield "hidden_element", m.group(2)
+    for m in _TAG.finditer(text):
+        for attr in _HTML_ATTR.finditer(m.group(0)):
+            yield "html_attribute", attr.group(1) or attr.group(2) or ""
+    for m in _MD_LINK.finditer(text):
+        yield "markdown_link", urllib.parse.unquote_plus(m.group(2))
+        if m.group(0).startswith("!"):
+            yield "markdown_alt", m.group(1)
+        if m.group(3):
+            yield "markdown_title", m.group(3)
+    for m in _MD_REFDEF.finditer(text):
+        yield "markdown_link", " ".join(g for g in m.groups() if g)
+    smuggled = _smuggled_ascii(text)
+    if smuggled:
+        yield "tag_characters", smuggled
+
+
+def visible_text(text: str) -> str:
+    """What a person reading the rendered text sees: comments, tags and link targets removed."""
+    text = _HTML_COMMENT.sub(" ", text)
+    text = _HIDDEN_ELEMENT.sub(" ", text)
+    text = _MD_LINK.sub(lambda m: f" {m.group(1)} ", text)
+    text = _MD_REFDEF.sub(" ", text)
+    return _TAG.sub(" ", text)
+
+
+def strip_quoted(text: str) -> str:
+    """The author's own voice: code fences, inline code, quotations and blockquotes removed."""
+    return _QUOTED.sub(" ", _CODE_FENCE.sub(" ", text))
+
+
+def _variants(text: str, channel: Channel, via: str) -> Iterator[View]:
+    yield View(fold(text), channel, via)
+    for variant in deobfuscate(text):
+        if channel == "plain":
+            yield View(variant, "obfuscated", "deobfuscated" if via == "text" else f"{via}+deobfuscated")
+        else:
+            yield View(variant, channel, via)
+
+
+def views(text: str, depth: int = 2) -> Iterator[View]:
+    """Every view of ``text`` the poisoning detectors scan, the plain view first.
+
+    Decoded payloads are themselves viewed again (up to ``depth`` levels), so a
+    base64 string inside an HTML comment is still read.
+    """
+    yield from _variants(visible_text(text), "plain", "text")
+    # Markup itself (chat-template role tags, templated link targets) is read in the raw text.
+    yield View(fold(text), "plain", "raw")
+    try:
+        parsed = json.loads(text)
+    except (ValueError, RecursionError):
+        parsed = None
+    if isinstance(parsed, dict | list):
+        for value in _json_strings(parsed):
+            yield from _variants(value, "plain", "json")
+    for carrier, hidden in _hidden(text):
+        yield from _variants(hidden, "hidden", carrier)
+    if depth <= 0:
+        return
+    for how, decoded in _decoded(text):
+        if how == "rot13":
+            yield from _variants(decoded, "encoded", how)
+            continue
+        for inner in views(decoded, depth - 1):
+            yield View(inner.text, "encoded", f"{how}>{inner.via}")
