@@ -35,6 +35,11 @@ from graphmem.model import (
     Status,
     Tombstone,
     Trust,
+    WriteDecision,
+    WriteOutcome,
+    WritePolicy,
+    WriteProposal,
+    WriteReason,
 )
 from graphmem.store import MemoryStore
 
@@ -69,5 +74,10 @@ __all__ = [
     "Status",
     "Tombstone",
     "Trust",
+    "WriteDecision",
+    "WriteOutcome",
+    "WritePolicy",
+    "WriteProposal",
+    "WriteReason",
     "__version__",
 ]

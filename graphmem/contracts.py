@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from graphmem.errors import ContractViolation
-from graphmem.model import Kind, MemoryRecord, Status, scope_type
+from graphmem.model import Kind, MemoryRecord, Sensitivity, Status, scope_type
 
 __all__ = ["check_record"]
 
@@ -19,6 +19,12 @@ def check_record(record: MemoryRecord) -> None:
         raise ContractViolation(
             f"record {record.id!r} is written as erased; erase stored records with forget()",
             code="erased_on_write",
+        )
+    if record.sensitivity is Sensitivity.RESTRICTED:
+        raise ContractViolation(
+            f"record {record.id!r} is restricted; restricted data is never written to memory — keep a "
+            "pointer to the system of record instead",
+            code="restricted_sensitivity",
         )
     if record.valid_from and record.valid_to and record.valid_to <= record.valid_from:
         raise ContractViolation(

@@ -35,10 +35,12 @@ from graphmem.model import (
     ReadContext,
     Receipt,
     Selection,
+    WritePolicy,
     utcnow,
 )
 from graphmem.ranking import SELECTOR_VERSION, rank
 from graphmem.receipts import build_receipt, receipt_is_consistent
+from graphmem.write_ops import WriteGateOps
 
 __all__ = ["MemoryStore"]
 
@@ -66,44 +68,63 @@ def _check_no_cycle(group: list[MemoryRecord]) -> None:
             visit(record_id)
 
 
-class MemoryStore(LineageOps):
+class MemoryStore(LineageOps, WriteGateOps):
     """Typed, governed memory. Open with ``embedded()``, ``neo4j()`` or ``open(uri)``."""
 
-    def __init__(self, backend: Backend, *, clock: Clock = utcnow, min_support: int = 1) -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        clock: Clock = utcnow,
+        min_support: int = 1,
+        write_policy: WritePolicy | None = None,
+        audit_recalls: bool = True,
+    ) -> None:
         self.backend = backend
         self.clock = clock
         self.min_support = min_support
+        self.write_policy = write_policy or WritePolicy()
+        self.audit_recalls = audit_recalls
 
     # -- opening and closing ----------------------------------------------
 
     @classmethod
-    def embedded(cls, path: str | Path | None = None, *, clock: Clock = utcnow) -> MemoryStore:
-        """An in-process store; with ``path``, persisted there with crash-safe writes."""
+    def embedded(cls, path: str | Path | None = None, **store_options: Any) -> MemoryStore:
+        """An in-process store; with ``path``, persisted there with crash-safe writes.
+
+        ``store_options`` are the constructor's: clock, min_support, write_policy, audit_recalls.
+        """
         from graphmem.backends.embedded import EmbeddedBackend
 
-        return cls(EmbeddedBackend(path), clock=clock)
+        return cls(EmbeddedBackend(path), **store_options)
 
     @classmethod
-    def open(cls, uri: str, *, clock: Clock = utcnow, **options: Any) -> MemoryStore:
-        """Open ``memory://``, ``file:///path``, ``bolt://…`` or ``neo4j://…``."""
+    def open(cls, uri: str, **options: Any) -> MemoryStore:
+        """Open ``memory://``, ``file:///path``, ``bolt://…`` or ``neo4j://…``.
+
+        ``options`` are the constructor's, plus the Neo4j connection options.
+        """
         parsed = urlparse(uri)
         if parsed.scheme == "memory":
-            return cls.embedded(clock=clock)
+            return cls.embedded(**options)
         if parsed.scheme == "file":
-            return cls.embedded(unquote(parsed.path), clock=clock)
+            return cls.embedded(unquote(parsed.path), **options)
         if parsed.scheme in {"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"}:
-            return cls.neo4j(uri, clock=clock, **options)
+            return cls.neo4j(uri, **options)
         raise ContractViolation(
             f"cannot open {uri!r}: use memory://, file:///path, bolt://host:port or neo4j://host:port",
             code="unsupported_uri",
         )
 
     @classmethod
-    def neo4j(cls, uri: str, *, clock: Clock = utcnow, **options: Any) -> MemoryStore:
-        """A store on a Neo4j 5 server (``auth=(user, password)``, ``database=``, or ``driver=``)."""
+    def neo4j(cls, uri: str, **options: Any) -> MemoryStore:
+        """A store on a Neo4j 5 server: ``auth=(user, password)``, ``database=``, ``driver=``,
+        ``connection_timeout=``, plus the constructor's options. Raises ``BackendUnavailable``."""
         from graphmem.backends.neo4j import Neo4jBackend
 
-        return cls(Neo4jBackend.connect(uri, **options), clock=clock)
+        store_keys = {"clock", "min_support", "write_policy", "audit_recalls"}
+        store_options = {k: options.pop(k) for k in list(options) if k in store_keys}
+        return cls(Neo4jBackend.connect(uri, **options), **store_options)
 
     def setup(self, embedding_dimensions: int | None = None) -> int:
         """Apply the backend's schema (constraints, indexes; a vector index when
@@ -258,6 +279,21 @@ class MemoryStore(LineageOps):
         candidate, ranked ones in rank order and then the gate's drops by id;
         otherwise only for the selected records.
         """
+        selection = self._recall(ctx, query, explain, query_embedding)
+        if self.audit_recalls:
+            event = AuditEvent(
+                tenant=ctx.tenant,
+                action="recalled",
+                record_ids=selection.receipt.selected_ids,
+                at=self.clock(),
+                details={"receipt": selection.receipt.digest, "context": selection.receipt.context_digest},
+            )
+            self.backend.apply([AppendAudit(event=event)])
+        return selection
+
+    def _recall(
+        self, ctx: ReadContext, query: str, explain: bool, query_embedding: Sequence[float] | None
+    ) -> Selection:
         if not isinstance(ctx, ReadContext):
             raise ContractViolation("recall() needs a ReadContext", code="not_a_context")
         gated = self.backend.gate(ctx)
@@ -305,7 +341,7 @@ class MemoryStore(LineageOps):
             raise NotFound(f"no record {record_id!r} in tenant {ctx.tenant!r}")
         if found[1] is not None:
             return Decision(record_id=record_id, selected=False, reason=found[1])
-        for decision in self.recall(ctx, query, explain=True).decisions:
+        for decision in self._recall(ctx, query, True, None).decisions:
             if decision.record_id == record_id:
                 return decision
         raise NotFound(f"record {record_id!r} changed while it was explained; ask again")
@@ -314,7 +350,7 @@ class MemoryStore(LineageOps):
         """Recompute ``receipt`` against the store as of ``ctx.now``; False on any difference."""
         if not receipt_is_consistent(receipt, ctx):
             return False
-        again = self.recall(ctx, receipt.query, query_embedding=receipt.query_embedding)
+        again = self._recall(ctx, receipt.query, False, receipt.query_embedding)
         return again.receipt == receipt
 
     def audit(

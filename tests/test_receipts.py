@@ -55,7 +55,7 @@ def records(tenant: str) -> list[MemoryRecord]:
         semantic("far", "retry gateway", embedding=(0.0, 1.0), valid_from=T0 - 6 * H),
         semantic("revoked", "gateway retry timeout", status=Status.REVOKED),
         semantic("future", "gateway retry timeout", valid_from=T0 + H),
-        semantic("secret", "gateway retry timeout key", sensitivity=Sensitivity.RESTRICTED),
+        semantic("secret", "gateway retry timeout key", sensitivity=Sensitivity.CONFIDENTIAL),
         semantic("other-ws", "gateway retry timeout", scope="workspace:w2"),
         MemoryRecord(
             id="ep-fail",
@@ -298,7 +298,7 @@ def test_verify_rejects_any_tampered_field(store: MemoryStore, tenant: str, name
         {"scopes": ("workspace:w2",)},
         {"run_id": "r2"},
         {"kinds": (Kind.SEMANTIC,)},
-        {"clearance": Sensitivity.RESTRICTED},
+        {"clearance": Sensitivity.CONFIDENTIAL},
         {"environment": ()},
         {"min_score": 0.1},
         {"policy": "v2"},

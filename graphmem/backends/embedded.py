@@ -30,7 +30,7 @@ from graphmem.backends.base import (
 from graphmem.backends.journal import Journal
 from graphmem.errors import ConflictError
 from graphmem.gate import Candidate, GateResult, drop_reason, run_gate
-from graphmem.model import AuditEvent, DropReason, MemoryRecord, ReadContext, Source, scope_type
+from graphmem.model import AuditEvent, DropReason, MemoryRecord, ReadContext, Source, Status, scope_type
 
 __all__ = ["EmbeddedBackend"]
 
@@ -66,6 +66,8 @@ class EmbeddedBackend:
         self._invalidated_at: dict[Node, datetime] = {}
         # Gate facts per record, grouped by the scope the record applies to.
         self._by_scope: dict[Node, dict[Node, Candidate]] = {}
+        # Records by (tenant, normalised content hash), for deduplication.
+        self._by_hash: dict[tuple[str, str], set[Node]] = {}
         self._journal: Journal | None = None
         if directory is not None:
             self._journal = Journal(Path(directory))
@@ -154,8 +156,10 @@ class EmbeddedBackend:
                 old_scope = _scope(record.tenant, old.scope)
                 self.graph.remove_edge(node, old_scope, key="APPLIES_TO")
                 self._by_scope[old_scope].pop(node, None)
+            self._by_hash.get((old.tenant, old.content_hash), set()).discard(node)
         self._node(node)
         self.graph.nodes[node]["record"] = record
+        self._by_hash.setdefault((record.tenant, record.content_hash), set()).add(node)
         self._edge(node, _scope(record.tenant, record.scope), "APPLIES_TO", {})
         for source in record.sources:
             src = _src(record.tenant, source.id)
@@ -265,6 +269,21 @@ class EmbeddedBackend:
 
     def get_many(self, tenant: str, record_ids: Sequence[str]) -> list[MemoryRecord]:
         return [r for r in (self.get(tenant, i) for i in record_ids) if r is not None]
+
+    def _records(self, tenant: str) -> list[MemoryRecord]:
+        groups = (g for (_, t, _), g in self._by_scope.items() if t == tenant)
+        return [c.record for group in groups for c in group.values()]
+
+    def records_with_status(self, tenant: str, statuses: Sequence[Status]) -> list[MemoryRecord]:
+        wanted = set(statuses)
+        return sorted((r for r in self._records(tenant) if r.status in wanted), key=lambda r: r.id)
+
+    def by_content_hash(self, tenant: str, content_hash: str) -> list[MemoryRecord]:
+        nodes = self._by_hash.get((tenant, content_hash), set())
+        return sorted((self.graph.nodes[n]["record"] for n in nodes), key=lambda r: r.id)
+
+    def with_tag(self, tenant: str, tag: str) -> list[MemoryRecord]:
+        return sorted((r for r in self._records(tenant) if tag in r.tags), key=lambda r: r.id)
 
     def scope_exists(self, tenant: str, scope: str) -> bool:
         return _scope(tenant, scope) in self.graph

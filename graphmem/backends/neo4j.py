@@ -355,6 +355,15 @@ class Neo4jBackend:
     def _records(self, name: str, **params: Any) -> list[MemoryRecord]:
         return [MemoryRecord.model_validate_json(r["json"]) for r in self._read(name, **params)]
 
+    def records_with_status(self, tenant: str, statuses: Sequence[Status]) -> list[MemoryRecord]:
+        return self._records("records_with_status", tenant=tenant, statuses=[s.value for s in statuses])
+
+    def by_content_hash(self, tenant: str, content_hash: str) -> list[MemoryRecord]:
+        return self._records("by_content_hash", tenant=tenant, content_hash=content_hash)
+
+    def with_tag(self, tenant: str, tag: str) -> list[MemoryRecord]:
+        return self._records("with_tag", tenant=tenant, tag=tag)
+
     def scope_exists(self, tenant: str, scope: str) -> bool:
         return bool(self._read("scope_exists", tenant=tenant, scope=scope)[0]["found"])
 

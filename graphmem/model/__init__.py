@@ -13,6 +13,14 @@ from graphmem.model.lineage import (
 )
 from graphmem.model.read import Decision, ReadContext, Receipt, Selection
 from graphmem.model.records import MemoryRecord, Source, Tombstone, content_hash, new_id
+from graphmem.model.write import (
+    WriteDecision,
+    WriteOutcome,
+    WritePolicy,
+    WriteProposal,
+    WriteReason,
+    subject_tag,
+)
 
 __all__ = [
     "AuditEvent",
@@ -37,8 +45,14 @@ __all__ = [
     "Status",
     "Tombstone",
     "Trust",
+    "WriteDecision",
+    "WriteOutcome",
+    "WritePolicy",
+    "WriteProposal",
+    "WriteReason",
     "content_hash",
     "new_id",
     "scope_type",
+    "subject_tag",
     "utcnow",
 ]

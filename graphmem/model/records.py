@@ -79,6 +79,7 @@ class MemoryRecord(GraphmemModel):
     tags: tuple[str, ...] = ()
     embedding: tuple[float, ...] | None = None
     tombstone: Tombstone | None = None
+    proposal_id: str | None = Field(default=None, max_length=128)
 
     @field_validator("outcome")
     @classmethod
