@@ -42,8 +42,8 @@ def test_reopen_returns_exactly_what_was_written(tmp_path: Path, tenant: str) ->
         replacement = written[0].model_copy(update={"id": "w0-new", "event_time": T0.replace(day=2)})
         store.supersede(tenant, "w0-0", replacement, reason="corrected")
         ctx = ReadContext(tenant=tenant, scopes=["case:c1"], now=T0.replace(day=3))
-        audit_before = store.audit(tenant)
         before = store.recall(ctx, "write record", explain=True)
+        audit_before = store.audit(tenant)
     with MemoryStore.embedded(path) as store:
         assert {r.id: r for r in store.backend.all_records(tenant)} == {
             r.id: r for r in [*written, replacement]
