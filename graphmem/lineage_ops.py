@@ -65,7 +65,7 @@ class LineageOps:
             batch: list[MemoryRecord],
             *,
             extra: Sequence[Op] = (),
-            action: str = "added",
+            action: str | None = "added",
             reason: str | None = None,
             record_ids: tuple[str, ...] = (),
         ) -> list[MemoryRecord]: ...

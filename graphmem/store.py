@@ -162,7 +162,7 @@ class MemoryStore(LineageOps, WriteGateOps):
         batch: list[MemoryRecord],
         *,
         extra: Sequence[Op] = (),
-        action: str = "added",
+        action: str | None = "added",
         reason: str | None = None,
         record_ids: tuple[str, ...] = (),
     ) -> list[MemoryRecord]:
@@ -209,20 +209,22 @@ class MemoryStore(LineageOps, WriteGateOps):
             self._check_procedure_evidence(tenant, group)
         now = self.clock()
         ops: list[Op] = [PutRecord(record=r) for r in batch]
-        ops.extend(
-            AppendAudit(
-                event=AuditEvent(
-                    tenant=tenant,
-                    action=action,
-                    actor=group[0].writer,
-                    record_ids=record_ids or tuple(r.id for r in group),
-                    reason=reason,
-                    at=now,
+        ops.extend(extra)
+        if action is not None:
+            ops.extend(
+                AppendAudit(
+                    event=AuditEvent(
+                        tenant=tenant,
+                        action=action,
+                        actor=group[0].writer,
+                        record_ids=record_ids or tuple(r.id for r in group),
+                        reason=reason,
+                        at=now,
+                    )
                 )
+                for tenant, group in by_tenant.items()
             )
-            for tenant, group in by_tenant.items()
-        )
-        self.backend.apply([*ops, *extra])
+        self.backend.apply(ops)
         return batch
 
     def _check_procedure_evidence(self, tenant: str, group: list[MemoryRecord]) -> None:

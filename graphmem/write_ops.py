@@ -51,7 +51,7 @@ class WriteGateOps:
             batch: list[MemoryRecord],
             *,
             extra: Sequence[Op] = (),
-            action: str = "added",
+            action: str | None = "added",
             reason: str | None = None,
             record_ids: tuple[str, ...] = (),
         ) -> list[MemoryRecord]: ...
@@ -213,7 +213,7 @@ class WriteGateOps:
                 policy=policy.version,
             )
         )
-        self._write_new([record], extra=ops, action="added", reason=decision.reason.value)
+        self._write_new([record], extra=ops, action=None)
         return decision
 
     # -- approvals --------------------------------------------------------

@@ -200,7 +200,10 @@ class EmbeddedBackend:
                 )
         edges.sort(key=lambda op: op.model_dump_json())
         audit: list[Op] = [
-            AppendAudit(event=e) for t, events in self._audit.items() if tenant in (None, t) for e in events
+            AppendAudit(event=e)
+            for t, events in self._audit.items()
+            if tenant in (None, t)
+            for e in sorted(events, key=lambda e: e.at)
         ]
         return [*records, *edges, *audit]
 
@@ -415,11 +418,12 @@ class EmbeddedBackend:
         ]
 
     def audit(self, tenant: str, record_id: str | None, since: datetime | None) -> list[AuditEvent]:
-        return [
+        events = [
             e
             for e in self._audit.get(tenant, [])
             if (record_id is None or record_id in e.record_ids) and (since is None or e.at >= since)
         ]
+        return sorted(events, key=lambda e: e.at)  # stable: events of one instant keep their order
 
     def close(self) -> None:
         if self._journal is not None:
