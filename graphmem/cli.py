@@ -12,7 +12,7 @@ from rich.table import Table
 
 from graphmem import __version__
 from graphmem.errors import GraphmemError
-from graphmem.model import ForgetMode, ForgetRequest, Selection
+from graphmem.model import ForgetMode, ForgetRequest, Kind, Selection, Source, Trust, WriteProposal
 from graphmem.store import MemoryStore
 
 __all__ = ["main"]
@@ -120,6 +120,140 @@ def forget(
         table.add_column(column)
     for entry in report.entries:
         table.add_row(entry.record_id, entry.action, entry.reason)
+    Console().print(table)
+
+
+@cli.command()
+@click.option("--tenant", required=True)
+@click.option("--kind", type=click.Choice([k.value for k in Kind]), required=True)
+@click.option("--scope", required=True, help="type:name, e.g. user:alice")
+@click.option("--content", required=True, help="What the agent saw, concluded or learned.")
+@click.option("--proposed-by", required=True, help="The agent or person proposing it.")
+@click.option("--source", "sources", multiple=True, help="A source id (repeatable).")
+@click.option("--source-type", default="message", show_default=True)
+@click.option(
+    "--trust",
+    type=click.Choice([t.value for t in Trust]),
+    default="untrusted",
+    show_default=True,
+    help="What the platform knows about the sources.",
+)
+@click.option("--subject", help="Subject key for conflict detection, e.g. user:alice/channel.")
+@click.option("--valid-from", type=click.DateTime(), help="Semantic: since when it holds (UTC).")
+@click.option("--event-time", type=click.DateTime(), help="Episodic: when it happened (UTC).")
+@click.option("--outcome", help="Episodic/procedural outcome.")
+@click.option("--confidence", type=float, default=1.0, show_default=True)
+@click.option("--rationale", default="")
+@click.option("--json", "as_json", is_flag=True, help="Print the decision as JSON.")
+@click.pass_context
+def propose(ctx: click.Context, /, **opts: Any) -> None:
+    """Propose a memory; the write gate accepts it, holds it for approval, or rejects it."""
+    from datetime import UTC
+
+    trust = Trust(opts["trust"])
+    fields: dict[str, Any] = {
+        "tenant": opts["tenant"],
+        "kind": opts["kind"],
+        "scope": opts["scope"],
+        "content": opts["content"],
+        "proposed_by": opts["proposed_by"],
+        "sources": [Source(id=s, type=opts["source_type"], trust=trust) for s in opts["sources"]],
+        "subject": opts["subject"],
+        "outcome": opts["outcome"],
+        "confidence": opts["confidence"],
+        "rationale": opts["rationale"],
+    }
+    for name in ("valid_from", "event_time"):
+        if opts[name] is not None:
+            fields[name] = opts[name].replace(tzinfo=UTC)
+    with _open(ctx.find_root()) as store:
+        decision = store.propose(WriteProposal.model_validate(fields), source_trust=trust)
+    if opts["as_json"]:
+        click.echo(decision.model_dump_json(indent=2))
+        return
+    colour = {"accepted": "green", "pending_approval": "yellow", "rejected": "red"}[decision.outcome.value]
+    Console().print(
+        f"[{colour}]{decision.outcome.value}[/{colour}] ({decision.reason.value}) "
+        f"proposal {decision.proposal_id} → record {decision.record_id or '-'}"
+    )
+    if decision.message:
+        Console().print(f"  {decision.message}")
+
+
+@cli.group()
+def approvals() -> None:
+    """Pending proposals: list, approve, reject."""
+
+
+@approvals.command("list")
+@click.option("--tenant", required=True)
+@click.pass_context
+def approvals_list(ctx: click.Context, tenant: str) -> None:
+    """Show the proposals waiting for a human decision."""
+    with _open(ctx.find_root()) as store:
+        pending = store.approvals(tenant)
+    table = Table(title=f"pending approvals ({tenant})", title_justify="left")
+    for column in ("proposal", "record", "kind", "scope", "proposed by", "content"):
+        table.add_column(column)
+    for r in pending:
+        table.add_row(r.proposal_id or "", r.id, r.kind.value, r.scope, r.writer or "", r.content[:60])
+    Console().print(table)
+
+
+@approvals.command("approve")
+@click.argument("proposal_id")
+@click.option("--tenant", required=True)
+@click.option("--approver", required=True)
+@click.pass_context
+def approvals_approve(ctx: click.Context, proposal_id: str, tenant: str, approver: str) -> None:
+    """Approve PROPOSAL_ID: its record becomes active (or contested if it conflicts)."""
+    with _open(ctx.find_root()) as store:
+        record = store.approve(tenant, proposal_id, approver)
+    click.echo(f"{record.id}: {record.status.value}")
+
+
+@approvals.command("reject")
+@click.argument("proposal_id")
+@click.option("--tenant", required=True)
+@click.option("--approver", required=True)
+@click.option("--reason", required=True)
+@click.pass_context
+def approvals_reject(ctx: click.Context, proposal_id: str, tenant: str, approver: str, reason: str) -> None:
+    """Reject PROPOSAL_ID: its record is revoked and kept only for audit."""
+    with _open(ctx.find_root()) as store:
+        record = store.reject(tenant, proposal_id, approver, reason)
+    click.echo(f"{record.id}: {record.status.value}")
+
+
+@cli.command()
+@click.option("--tenant", required=True)
+@click.option("--record", "record_id", help="Only events about this record.")
+@click.option("--since", type=click.DateTime(), help="Only events at or after this time (UTC).")
+@click.option("--json", "as_json", is_flag=True, help="JSON Lines instead of a table.")
+@click.pass_context
+def audit(ctx: click.Context, tenant: str, record_id: str | None, since: Any, as_json: bool) -> None:
+    """The append-only audit log: who did what, when and why (never erased content)."""
+    from datetime import UTC
+
+    with _open(ctx.find_root()) as store:
+        events = store.audit(
+            tenant, record_id=record_id, since=None if since is None else since.replace(tzinfo=UTC)
+        )
+    if as_json:
+        for e in events:
+            click.echo(e.model_dump_json())
+        return
+    table = Table(title=f"audit ({tenant})", title_justify="left")
+    for column in ("at", "action", "actor", "records", "reason"):
+        table.add_column(column)
+    for e in events:
+        table.add_row(
+            e.at.isoformat(timespec="seconds"),
+            e.action,
+            e.actor or "",
+            ", ".join(e.record_ids[:4]) + (" …" if len(e.record_ids) > 4 else ""),
+            e.reason or "",
+        )
     Console().print(table)
 
 
