@@ -13,7 +13,7 @@ from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
 
 from graphmem.model.base import AwareDatetime, GraphmemModel, Identifier, ScopeKey, Tenant, utcnow
-from graphmem.model.canonical import canonical_json, sha256
+from graphmem.model.canonical import sha256
 from graphmem.model.enums import Kind, Outcome, Sensitivity, Status, Trust
 
 __all__ = ["MemoryRecord", "Source", "Tombstone", "content_hash", "new_id"]
@@ -100,8 +100,11 @@ class MemoryRecord(GraphmemModel):
         return content_hash(self.content)
 
     def fingerprint(self) -> str:
-        """Digest of every field: any change to the record changes it (receipts use it)."""
-        return sha256(canonical_json(self.model_dump(mode="json")))
+        """Digest of every field: any change to the record changes it (receipts use it).
+
+        The JSON form is canonical: fields in declaration order, timestamps in UTC.
+        """
+        return sha256(self.model_dump_json())
 
     @property
     def succeeded(self) -> bool:
