@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import TypeAdapter
 
 from graphmem._args import check_aware, check_rel_type, check_scope, check_tenant
-from graphmem.backends.base import AddEdge, AppendAudit, Backend, Op, PutRecord
+from graphmem.backends.base import AddEdge, AppendAudit, Backend, Op, PutRecord, UpdateRecord
 from graphmem.errors import ConflictError, ContractViolation, LineageError, NotFound
 from graphmem.lineage import FORGOTTEN, lost_support, support_count
 from graphmem.model import (
@@ -401,14 +401,10 @@ class LineageOps:
             else:
                 update = {"status": _STATUS_BY_MODE[mode], "sources": mark_sources(record)}
                 action = "released" if mode is ForgetMode.RELEASE else "revoked"
-            ops.append(
-                PutRecord(record=MemoryRecord.model_validate({**record.model_dump(), **update}), replace=True)
-            )
+            ops.append(UpdateRecord(record=MemoryRecord.model_validate({**record.model_dump(), **update})))
             report.append(ForgetEntry(record_id=record.id, action=action, reason=why))
         for record in kept:
-            ops.append(
-                PutRecord(record=record.model_copy(update={"sources": mark_sources(record)}), replace=True)
-            )
+            ops.append(UpdateRecord(record=record.model_copy(update={"sources": mark_sources(record)})))
             report.append(
                 ForgetEntry(
                     record_id=record.id, action="kept", reason=f"still supported without {req.target}"

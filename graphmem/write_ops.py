@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from graphmem._args import check_tenant
-from graphmem.backends.base import AddEdge, AppendAudit, Backend, Op, PutRecord
+from graphmem.backends.base import AddEdge, AppendAudit, Backend, Op, PutRecord, UpdateRecord
 from graphmem.contracts import check_record
 from graphmem.errors import ConflictError, ContractViolation, GraphmemError, NotFound
 from graphmem.model import (
@@ -269,7 +269,7 @@ class WriteGateOps:
         audit = self._audit(
             record.tenant, "rejected", (record.id,), reason, actor=approver, proposal_id=proposal_id
         )
-        self.backend.apply([PutRecord(record=record, replace=True), audit])
+        self.backend.apply([UpdateRecord(record=record), audit])
         return record
 
     # -- conflicts --------------------------------------------------------
@@ -287,7 +287,7 @@ class WriteGateOps:
             )
         contested = record.model_copy(update={"status": Status.CONTESTED})
         audit = self._audit(tenant, "contested", (record_id,), reason, actor=by)
-        self.backend.apply([PutRecord(record=contested, replace=True), audit])
+        self.backend.apply([UpdateRecord(record=contested), audit])
         return contested
 
     def resolve(self, tenant: str, record_id: str, winner_id: str, reason: str) -> MemoryRecord:
@@ -312,9 +312,9 @@ class WriteGateOps:
                     code="resolve_mismatch",
                 )
         now = self.clock()
-        ops: list[Op] = [PutRecord(record=winner.model_copy(update={"status": Status.ACTIVE}), replace=True)]
+        ops: list[Op] = [UpdateRecord(record=winner.model_copy(update={"status": Status.ACTIVE}))]
         for loser in losers.values():
-            ops.append(PutRecord(record=loser.model_copy(update={"status": Status.ACTIVE}), replace=True))
+            ops.append(UpdateRecord(record=loser.model_copy(update={"status": Status.ACTIVE})))
             ops.append(
                 AddEdge(tenant=tenant, label="SUPERSEDES", src=winner.id, dst=loser.id, at=now, reason=reason)
             )

@@ -34,6 +34,7 @@ __all__ = [
     "PutRecord",
     "RelateScopes",
     "ScopeWithin",
+    "UpdateRecord",
 ]
 
 
@@ -44,6 +45,14 @@ class PutRecord(GraphmemModel):
     op: Literal["put_record"] = "put_record"
     record: MemoryRecord
     replace: bool = False
+
+
+class UpdateRecord(GraphmemModel):
+    """Overwrite a stored record whose scope, sources and parents are unchanged
+    (status changes, erasure): no edge is touched."""
+
+    op: Literal["update_record"] = "update_record"
+    record: MemoryRecord
 
 
 class ScopeWithin(GraphmemModel):
@@ -81,7 +90,7 @@ class AppendAudit(GraphmemModel):
 
 
 Op = Annotated[
-    Union[PutRecord, ScopeWithin, RelateScopes, AddEdge, AppendAudit],  # noqa: UP007 - discriminated union
+    Union[PutRecord, UpdateRecord, ScopeWithin, RelateScopes, AddEdge, AppendAudit],  # noqa: UP007 - discriminated union
     Field(discriminator="op"),
 ]
 

@@ -26,6 +26,7 @@ from graphmem.backends.base import (
     PutRecord,
     RelateScopes,
     ScopeWithin,
+    UpdateRecord,
 )
 from graphmem.backends.journal import Journal
 from graphmem.errors import ConflictError
@@ -110,7 +111,7 @@ class EmbeddedBackend:
 
     def _apply(self, ops: Sequence[Op]) -> None:
         for op in ops:
-            if isinstance(op, PutRecord):
+            if isinstance(op, PutRecord | UpdateRecord):
                 self._put_record(op.record)
             elif isinstance(op, ScopeWithin):
                 self._edge(_scope(op.tenant, op.child), _scope(op.tenant, op.parent), "WITHIN", {})

@@ -26,6 +26,7 @@ from graphmem.backends.base import (
     PutRecord,
     RelateScopes,
     ScopeWithin,
+    UpdateRecord,
 )
 from graphmem.backends.cypher import cypher, statements
 from graphmem.errors import BackendUnavailable, ConflictError, GraphmemError
@@ -38,6 +39,8 @@ SCHEMA_VERSION = 1
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICRO = timedelta(microseconds=1)
 _last_ord = 0
+# What an UpdateRecord may change: status, and what erasure removes.
+_UPDATABLE = ("status", "content", "content_hash", "embedding", "tags", "fingerprint", "json")
 _BATCH = 2000
 T = TypeVar("T")
 
@@ -107,6 +110,10 @@ def _record_row(record: MemoryRecord) -> dict[str, Any]:
 def _rows(op: Op) -> tuple[str, dict[str, Any]]:
     if isinstance(op, PutRecord):
         return ("put_records" if op.replace else "create_records"), _record_row(op.record)
+    if isinstance(op, UpdateRecord):
+        full = _record_row(op.record)
+        full["props"] = {k: full["props"][k] for k in _UPDATABLE}
+        return "update_records", full
     row: dict[str, Any]
     if isinstance(op, ScopeWithin):
         row = {
