@@ -12,7 +12,16 @@ from rich.table import Table
 
 from graphmem import __version__
 from graphmem.errors import GraphmemError
-from graphmem.model import ForgetMode, ForgetRequest, Kind, Selection, Source, Trust, WriteProposal
+from graphmem.model import (
+    ForgetMode,
+    ForgetRequest,
+    Kind,
+    Selection,
+    Sensitivity,
+    Source,
+    Trust,
+    WriteProposal,
+)
 from graphmem.store import MemoryStore
 
 __all__ = ["main"]
@@ -255,6 +264,65 @@ def audit(ctx: click.Context, tenant: str, record_id: str | None, since: Any, as
             e.reason or "",
         )
     Console().print(table)
+
+
+@cli.command("serve-mcp")
+@click.option("--tenant", required=True, help="The only tenant the server can reach.")
+@click.option(
+    "--principal", required=True, help="Who the agent acts as: proposer of memories, requester of forgets."
+)
+@click.option("--scope", "scopes", multiple=True, help="A default read scope, e.g. user:alice (repeatable).")
+@click.option(
+    "--env", "environment", multiple=True, help="A capability of the agent's environment (repeatable)."
+)
+@click.option(
+    "--clearance",
+    type=click.Choice([s.value for s in Sensitivity]),
+    default=Sensitivity.INTERNAL.value,
+    show_default=True,
+    help="The most sensitive memory the agent may recall.",
+)
+@click.option("--trust-sources", is_flag=True, help="Treat the sources the agent cites as trusted.")
+@click.option(
+    "--transport", type=click.Choice(["stdio", "streamable-http"]), default="stdio", show_default=True
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP: address to bind.")
+@click.option("--port", type=int, default=8765, show_default=True, help="HTTP: port to bind.")
+@click.option("--allow-remote", is_flag=True, help="HTTP: allow a non-loopback address (no authentication!).")
+@click.pass_context
+def serve_mcp(
+    ctx: click.Context,
+    tenant: str,
+    principal: str,
+    scopes: tuple[str, ...],
+    environment: tuple[str, ...],
+    clearance: str,
+    trust_sources: bool,
+    transport: str,
+    host: str,
+    port: int,
+    allow_remote: bool,
+) -> None:
+    """Serve memory to an agent over MCP (stdio or streamable HTTP), for one tenant and principal."""
+    try:
+        from graphmem.integrations.mcp_server import run
+    except ImportError as err:
+        raise click.ClickException(f"{err}; install graphmem[mcp]") from err
+    options = ctx.find_root().obj or {"uri": "memory://", "auth": None}
+    run(
+        options["uri"],
+        tenant,
+        principal,
+        transport="stdio" if transport == "stdio" else "streamable-http",
+        host=host,
+        port=port,
+        auth=options["auth"],
+        default_scopes=scopes,
+        environment=environment,
+        clearance=Sensitivity(clearance),
+        source_trust=Trust.TRUSTED if trust_sources else Trust.UNTRUSTED,
+        allow_remote=allow_remote,
+    )
 
 
 @cli.command("export")

@@ -77,6 +77,7 @@ class LineageOps:
             explain: bool = False,
             *,
             query_embedding: Sequence[float] | None = None,
+            actor: str | None = None,
         ) -> Selection: ...
 
     # -- supersession and invalidation ------------------------------------
@@ -264,7 +265,14 @@ class LineageOps:
         )
 
     def precedents(
-        self, ctx: ReadContext, anchor_scope: str, via: Sequence[str], hops: int = 2, query: str = ""
+        self,
+        ctx: ReadContext,
+        anchor_scope: str,
+        via: Sequence[str],
+        hops: int = 2,
+        query: str = "",
+        *,
+        actor: str | None = None,
     ) -> Selection:
         """Episodes whose scope is reachable from ``anchor_scope`` over RELATED edges of the types in
         ``via`` (either direction, at most ``hops``), gated and ranked like any recall."""
@@ -276,7 +284,7 @@ class LineageOps:
         scoped = ReadContext.model_validate(
             {**ctx.model_dump(), "scopes": sorted(reachable), "kinds": [Kind.EPISODIC]}
         )
-        return self.recall(scoped, query, explain=False)
+        return self.recall(scoped, query, explain=False, actor=actor)
 
     # -- forgetting -------------------------------------------------------
 

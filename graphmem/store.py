@@ -274,6 +274,7 @@ class MemoryStore(LineageOps, WriteGateOps):
         explain: bool = False,
         *,
         query_embedding: Sequence[float] | None = None,
+        actor: str | None = None,
     ) -> Selection:
         """Gate every candidate in SPEC §3's order, rank only the survivors, and receipt it.
 
@@ -286,6 +287,7 @@ class MemoryStore(LineageOps, WriteGateOps):
             event = AuditEvent(
                 tenant=ctx.tenant,
                 action="recalled",
+                actor=actor,
                 record_ids=selection.receipt.selected_ids,
                 at=self.clock(),
                 details={"receipt": selection.receipt.digest, "context": selection.receipt.context_digest},
