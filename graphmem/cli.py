@@ -435,6 +435,10 @@ def bench(
 
             server = LocalNeo4j().start()
             ctx.find_root().obj = {"uri": server.uri, "auth": server.auth}
+        elif backend == "neo4j" and not str((ctx.find_root().obj or {}).get("uri", "")).startswith(
+            ("bolt", "neo4j")
+        ):
+            raise click.UsageError("--backend neo4j needs --store bolt://… or neo4j://…, or --launch")
         for size in sizes:
             store = MemoryStore.embedded() if backend == "embedded" else _open(ctx.find_root())
             with store, Progress() as progress:
@@ -486,6 +490,80 @@ def bench(
     if output:
         with open(output, "w", encoding="utf-8") as out:
             json.dump(results, out, indent=2)
+
+
+@cli.command("eval")
+@click.option("--backend", type=click.Choice(["embedded", "neo4j"]), default="embedded", show_default=True)
+@click.option("--seed", type=int, default=7, show_default=True, help="Seed of the synthetic workloads.")
+@click.option(
+    "--size",
+    "sizes",
+    type=click.IntRange(min=1),
+    multiple=True,
+    default=[10, 50],
+    show_default=True,
+    help="Scenarios per capability; repeat the option for several sizes.",
+)
+@click.option(
+    "--system",
+    "systems",
+    type=click.Choice(["graphmem", "no-gate", "gate-restored", "untyped"]),
+    multiple=True,
+    help="Systems to compare, in order (default: all). gate-restored needs no-gate before it.",
+)
+@click.option("--launch", is_flag=True, help="Neo4j: start a local Neo4j 5.26 (Java + Maven) for the run.")
+@click.option("--output", type=click.Path(dir_okay=False), help="Also write the report as JSON here.")
+@click.option(
+    "--markdown", "markdown_path", type=click.Path(dir_okay=False), help="Also write the tables here."
+)
+@click.pass_context
+def eval_cmd(
+    ctx: click.Context,
+    backend: str,
+    seed: int,
+    sizes: tuple[int, ...],
+    systems: tuple[str, ...],
+    launch: bool,
+    output: str | None,
+    markdown_path: str | None,
+) -> None:
+    """Score gated recall, the same ranking without the gate, and an untyped baseline, per capability."""
+    import functools
+    from pathlib import Path
+
+    from graphmem.eval import SYSTEMS, run_eval
+
+    root = ctx.find_root()
+    server = None
+    try:
+        if backend == "neo4j":
+            if launch:
+                from graphmem.testing.neo4j_server import LocalNeo4j
+
+                server = LocalNeo4j().start()
+                root.obj = {"uri": server.uri, "auth": server.auth}
+            elif not str((root.obj or {}).get("uri", "")).startswith(("bolt", "neo4j")):
+                raise click.UsageError("--backend neo4j needs --store bolt://… or neo4j://…, or --launch")
+        factory = MemoryStore.embedded if backend == "embedded" else functools.partial(_open, root)
+        report = run_eval(
+            factory,
+            seed=seed,
+            sizes=sizes,
+            systems=systems or SYSTEMS,
+            backend=backend,
+            progress=lambda step: click.echo(f"evaluating {step} …", err=True),
+        )
+    except ValueError as err:
+        raise click.UsageError(str(err)) from None
+    finally:
+        if server is not None:
+            server.stop()
+    tables = report.to_markdown()
+    click.echo(tables)
+    if output:
+        Path(output).write_text(report.to_json() + "\n", encoding="utf-8")
+    if markdown_path:
+        Path(markdown_path).write_text(tables, encoding="utf-8")
 
 
 def main() -> None:
