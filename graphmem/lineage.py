@@ -8,7 +8,7 @@ from datetime import datetime
 from graphmem.backends.base import Dependent, ParentState
 from graphmem.model import MemoryRecord, Status
 
-__all__ = ["FORGOTTEN", "lost_support", "support_count"]
+__all__ = ["FORGOTTEN", "lost_support", "support_count", "support_ends"]
 
 FORGOTTEN = frozenset({Status.REVOKED, Status.ERASED, Status.RELEASED})
 
@@ -68,3 +68,28 @@ def lost_support(
                 still.append(dep)
         pending = still
     return fallen
+
+
+def support_ends(
+    record: MemoryRecord,
+    parents: Iterable[ParentState],
+    dead: set[str],
+    min_support: int,
+    dead_sources: frozenset[str] = frozenset(),
+) -> tuple[datetime, str] | None:
+    """When a record that still has support now runs out of it, as its parents are superseded or
+    invalidated: (that time, the parent whose change ends it), or None if support never runs out."""
+    lasting = sum(1 for s in record.sources if s.status == "active" and s.id not in dead_sources)
+    ends: list[tuple[datetime, str]] = []
+    for p in parents:
+        if p.id in dead or p.status in FORGOTTEN:
+            continue
+        end = min((t for t in (p.superseded_at, p.invalidated_at) if t is not None), default=None)
+        if end is None:
+            lasting += 1
+        else:
+            ends.append((end, p.id))
+    if lasting >= min_support or lasting + len(ends) < min_support:
+        return None
+    ends.sort()
+    return ends[lasting + len(ends) - min_support]

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic import TypeAdapter
 
 from graphmem._args import check_aware, check_rel_type, check_scope, check_tenant
-from graphmem.backends.base import AddEdge, AppendAudit, Backend, Op, PutRecord, UpdateRecord
+from graphmem.backends.base import AddEdge, AppendAudit, Backend, Dependent, Op, PutRecord, UpdateRecord
 from graphmem.errors import ConflictError, ContractViolation, LineageError, NotFound
-from graphmem.lineage import FORGOTTEN, lost_support, support_count
+from graphmem.lineage import FORGOTTEN, lost_support, support_count, support_ends
 from graphmem.model import (
     AuditEvent,
     ForgetEntry,
@@ -320,6 +320,7 @@ class LineageOps:
         dead_sources: frozenset[str] = frozenset()
         entries: dict[str, tuple[MemoryRecord, str]] = {}
         kept: list[MemoryRecord] = []
+        survivors: list[Dependent] = []
         if target_type == "record":
             record = self._require(req.tenant, req.target, "forget")
             entries[record.id] = (record, "target")
@@ -329,13 +330,15 @@ class LineageOps:
                 entries[record.id] = (record, f"applies to {record.scope}")
         else:
             dead_sources = frozenset({req.target})
-            for record in self.backend.citing(req.tenant, req.target):
-                if support_count(record, (), set(), None, dead_sources) + len(record.derived_from) < max(
+            citing = [r.id for r in self.backend.citing(req.tenant, req.target)]
+            for dep in self.backend.support_of(req.tenant, citing):
+                if support_count(dep.record, dep.parents, set(), None, dead_sources) < max(
                     self.min_support, 1
                 ):
-                    entries[record.id] = (record, f"lost support: source {req.target}")
+                    entries[dep.record.id] = (dep.record, f"lost support: source {req.target}")
                 else:
-                    kept.append(record)
+                    kept.append(dep.record)
+                    survivors.append(dep)
         if req.mode is ForgetMode.RELEASE:
             wrong = [r.id for r, _ in entries.values() if r.kind is not Kind.WORKING]
             if target_type == "scope":
@@ -350,15 +353,35 @@ class LineageOps:
             i: e for i, e in entries.items() if e[0].status not in FORGOTTEN or req.mode is ForgetMode.ERASE
         }
         cascaded: list[tuple[MemoryRecord, str]] = []
+        minimum = max(self.min_support, 1)
         if req.cascade and entries:
             dependents = self.backend.downstream(req.tenant, sorted(entries))
-            cascaded = [
-                (r, f"lost support: {cause}")
-                for r, cause in lost_support(
-                    dependents, entries, at=None, min_support=max(self.min_support, 1)
+            fallen = lost_support(dependents, entries, at=None, min_support=minimum)
+            cascaded = [(r, f"lost support: {cause}") for r, cause in fallen]
+            gone = {r.id for r, _ in fallen}
+            survivors += [d for d in dependents if d.record.id not in gone and d.record.id not in entries]
+        dead = set(entries) | {r.id for r, _ in cascaded}
+        # A survivor whose remaining support is only superseded or invalidated parents stops
+        # holding when the last of them did: it is invalidated from then on.
+        timed: list[Op] = []
+        for dep in survivors:
+            ends = support_ends(dep.record, dep.parents, dead, minimum, dead_sources)
+            if ends is not None:
+                at, cause = ends
+                timed.append(
+                    AddEdge(
+                        tenant=req.tenant,
+                        label="INVALIDATED_BY",
+                        src=dep.record.id,
+                        dst=cause,
+                        at=at,
+                        reason=f"lost support: {cause} ({req.target} forgotten)",
+                    )
                 )
-            ]
-        return self._apply_forget(req, target_type, now, entries, cascaded, kept, dead_sources)
+                timed += self._cascade_invalidation(
+                    req.tenant, dep.record.id, at, f"{dep.record.id} lost support"
+                )
+        return self._apply_forget(req, target_type, now, entries, cascaded, kept, dead_sources, timed)
 
     def _apply_forget(
         self,
@@ -369,6 +392,7 @@ class LineageOps:
         cascaded: list[tuple[MemoryRecord, str]],
         kept: list[MemoryRecord],
         dead_sources: frozenset[str],
+        timed: list[Op],
     ) -> ForgetReport:
         erase = req.mode is ForgetMode.ERASE
         tombstone = Tombstone(at=now, reason=req.reason, requested_by=req.requested_by)
@@ -428,6 +452,7 @@ class LineageOps:
             at=now,
             details={"mode": req.mode.value, "target_type": target_type, "target": req.target},
         )
+        ops += timed
         ops.append(AppendAudit(event=event))
         self.backend.apply(ops)
         if erase:

@@ -277,3 +277,55 @@ def test_export_from_embedded_imports_into_neo4j_exactly(tenant: str, neo4j_driv
     target.import_(lines)
     assert list(target.export(tenant)) == lines
     assert target.trace(tenant, "claim") == source.trace(tenant, "claim")
+
+
+def test_forgetting_a_source_counts_parents_by_status(store: MemoryStore, tenant: str) -> None:
+    """A claim citing a source and derived from a revoked episode has no support once the source goes."""
+    store.add_many(
+        [
+            _episode(tenant, "e1", "episode one", ()),
+            MemoryRecord(
+                id="c1",
+                tenant=tenant,
+                kind=Kind.SEMANTIC,
+                scope="user:alice",
+                content="claim one",
+                valid_from=T0 + 2 * DAY,
+                derived_from=("e1",),
+                sources=(Source(id="s1"),),
+            ),
+        ]
+    )
+    store.forget(
+        ForgetRequest(tenant=tenant, target="e1", mode=ForgetMode.REVOKE, reason="r", requested_by="u")
+    )
+    report = store.forget(
+        ForgetRequest(tenant=tenant, target="s1", mode=ForgetMode.REVOKE, reason="r", requested_by="u")
+    )
+    assert [(e.record_id, e.action) for e in report.entries] == [("c1", "revoked")]
+    assert store.explain(_ctx(tenant), "c1").reason is DropReason.REVOKED
+
+
+def test_forget_after_supersession_invalidates_what_only_superseded_support_holds(
+    store: MemoryStore, tenant: str
+) -> None:
+    store.add_many(
+        [
+            _claim(tenant, "a", (), "fact a").model_copy(update={"sources": (Source(id="sa"),)}),
+            _claim(tenant, "b", (), "fact b").model_copy(update={"sources": (Source(id="sb"),)}),
+            _claim(tenant, "c", ("a", "b"), "conclusion from a and b"),
+        ]
+    )
+    newer = _claim(tenant, "a2", (), "fact a, corrected").model_copy(
+        update={"sources": (Source(id="sa2"),), "valid_from": T0 + 20 * DAY}
+    )
+    store.supersede(tenant, "a", newer, reason="corrected")
+    assert store.explain(_ctx(tenant, 30), "c").reason is None  # b still supports it
+    store.forget(
+        ForgetRequest(tenant=tenant, target="b", mode=ForgetMode.REVOKE, reason="r", requested_by="u")
+    )
+    # With b gone for every `now`, c rested on a alone, which held until day 20.
+    assert store.explain(_ctx(tenant, 30), "c").reason is DropReason.INVALIDATED
+    assert store.explain(_ctx(tenant, 10), "c").reason is None
+    edges = [e for e in store.trace(tenant, "c").edges if e.type == "INVALIDATED_BY"]
+    assert [(e.dst, e.at) for e in edges] == [("a", T0 + 20 * DAY)]

@@ -184,6 +184,10 @@ class Backend(Protocol):
 
     def source(self, tenant: str, source_id: str) -> Source | None: ...
 
+    def support_of(self, tenant: str, record_ids: Sequence[str]) -> list[Dependent]:
+        """The records with the state of each of their DERIVED_FROM parents."""
+        ...
+
     def downstream(self, tenant: str, record_ids: Sequence[str]) -> list[Dependent]:
         """Every record transitively derived from ``record_ids`` (not those themselves)."""
         ...

@@ -339,8 +339,14 @@ class EmbeddedBackend:
                     seen.add(child)
                     order.append(child)
                     stack.append(child)
+        return self._dependents(order)
+
+    def support_of(self, tenant: str, record_ids: Sequence[str]) -> list[Dependent]:
+        return self._dependents([n for n in (_mem(tenant, i) for i in record_ids) if self.get(n[1], n[2])])
+
+    def _dependents(self, nodes: Sequence[Node]) -> list[Dependent]:
         out: list[Dependent] = []
-        for node in order:
+        for node in nodes:
             parents = tuple(
                 ParentState(
                     p[2],

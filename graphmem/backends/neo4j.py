@@ -388,7 +388,13 @@ class Neo4jBackend:
         return _source(rows[0]["source"]) if rows else None
 
     def downstream(self, tenant: str, record_ids: Sequence[str]) -> list[Dependent]:
-        rows = self._read("downstream", tenant=tenant, ids=list(record_ids))
+        return self._dependents("downstream", tenant, record_ids)
+
+    def support_of(self, tenant: str, record_ids: Sequence[str]) -> list[Dependent]:
+        return self._dependents("support_of", tenant, record_ids)
+
+    def _dependents(self, name: str, tenant: str, record_ids: Sequence[str]) -> list[Dependent]:
+        rows = self._read(name, tenant=tenant, ids=list(record_ids))
         return [
             Dependent(
                 MemoryRecord.model_validate_json(row["json"]),
