@@ -199,6 +199,12 @@ class Neo4jBackend:
             ) from err
         backend = cls(driver, database=database, uri=uri)
         backend._owns_driver = owns
+        try:
+            backend._read("ping")
+        except GraphmemError:
+            if owns:
+                driver.close()
+            raise
         return backend
 
     # -- plumbing ---------------------------------------------------------
@@ -222,6 +228,14 @@ class Neo4jBackend:
             ) from err
         except neo4j_errors.ConstraintError as err:
             raise ConflictError(f"the write conflicts with stored data: {err.message}") from err
+        except neo4j_errors.ClientError as err:
+            if err.code == "Neo.ClientError.Database.DatabaseNotFound":
+                raise BackendUnavailable(
+                    f"Neo4j at {self.uri} has no database {self.database!r}: create it, or pass "
+                    "database=None for the server's default",
+                    code="database_not_found",
+                ) from err
+            raise
 
     def _read(self, name: str, **params: Any) -> list[neo4j.Record]:
         query = cypher(name)
@@ -244,19 +258,20 @@ class Neo4jBackend:
         current = self.schema_version()
         for version in range(current + 1, SCHEMA_VERSION + 1):
             for statement in statements(f"schema_v{version}"):
-                with self._session(True) as session:
-                    session.run(statement).consume()
-            stamp = micros(datetime.now(UTC))
-
-            def mark(tx: neo4j.ManagedTransaction, v: int = version, at: int | None = stamp) -> None:
-                tx.run(cypher("schema_set_version"), {"version": v, "applied_at": at}).consume()
-
-            self._run(mark, write=True)
+                self._write_one(statement, {})
+            self._write_one(
+                cypher("schema_set_version"), {"version": version, "applied_at": micros(datetime.now(UTC))}
+            )
         if embedding_dimensions is not None:
             self._vector_index(embedding_dimensions)
-        with self._session(False) as session:
-            session.run(cypher("await_indexes"), {"timeout_seconds": 300}).consume()
+        self._read("await_indexes", timeout_seconds=300)
         return SCHEMA_VERSION
+
+    def _write_one(self, query: str, params: dict[str, Any]) -> None:
+        def work(tx: neo4j.ManagedTransaction) -> None:
+            tx.run(query, params).consume()
+
+        self._run(work, write=True)
 
     def _vector_index(self, dimensions: int) -> None:
         existing = self._read("vector_index_dimensions")
@@ -267,8 +282,7 @@ class Neo4jBackend:
                 code="embedding_dimensions",
             )
         if not existing:
-            with self._session(True) as session:
-                session.run(cypher("schema_vector_index"), {"dimensions": dimensions}).consume()
+            self._write_one(cypher("schema_vector_index"), {"dimensions": dimensions})
 
     # -- writes -----------------------------------------------------------
 

@@ -1,0 +1,2 @@
+// A trivial read: proves the server answers and the database exists.
+RETURN 1 AS ok

@@ -1,0 +1,646 @@
+"""The Neo4j backend at parity (issue: Neo4j backend), against a real Neo4j 5.26.
+
+* Cypher lives only in ``cypher/``: every file EXPLAINs on the server, no
+  ``.py`` under ``graphmem/`` carries Cypher, no file builds text.
+* ``setup()`` is an explicit, versioned, idempotent schema step.
+* Writes are all-or-nothing, also when the database fails mid-batch.
+* Faults: unreachable at open, and the connection lost mid-write (the
+  transaction rolls back, ``BackendUnavailable`` code ``connection_lost``,
+  the same call succeeds once the server is back).
+
+The fault tests start their own ``LocalNeo4j`` (module scope) so stopping and
+killing it never disturbs the session's server.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import neo4j
+import pytest
+
+from graphmem import (
+    BackendUnavailable,
+    ConflictError,
+    Kind,
+    MemoryRecord,
+    MemoryStore,
+    ReadContext,
+    Source,
+    Trust,
+)
+from graphmem.backends import cypher as cypher_module
+from graphmem.backends.base import AppendAudit, Op, PutRecord, ScopeWithin
+from graphmem.backends.cypher import cypher, cypher_names, statements
+from graphmem.backends.neo4j import SCHEMA_VERSION, Neo4jBackend
+from graphmem.model import AuditEvent
+from graphmem.testing import neo4j_server
+from graphmem.testing.neo4j_server import LocalNeo4j, Neo4jTarget
+
+pytestmark = pytest.mark.neo4j
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = REPO / "graphmem"
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+# --------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------
+
+
+def _store(driver: neo4j.Driver, target: Neo4jTarget) -> MemoryStore:
+    return MemoryStore(Neo4jBackend(driver, uri=target.uri or ""))
+
+
+def _episode(tenant: str, i: int, scope: str = "case:c1", prefix: str = "r") -> MemoryRecord:
+    return MemoryRecord(
+        id=f"{prefix}{i}",
+        tenant=tenant,
+        kind=Kind.EPISODIC,
+        scope=scope,
+        content=f"capture attempt {i} timed out on the gateway",
+        event_time=T0 + timedelta(seconds=i),
+        created_at=T0,
+        outcome="unknown",
+        sources=(Source(id=f"src-{i % 7}", type="message", trust=Trust.UNTRUSTED),),
+    )
+
+
+def _query(driver: neo4j.Driver, text: str, **params: Any) -> list[dict[str, Any]]:
+    with driver.session() as session:
+        return [r.data() for r in session.run(text, params)]
+
+
+def _count_memories(driver: neo4j.Driver, tenant: str) -> int:
+    rows = _query(driver, "MATCH (m:Memory {tenant: $tenant}) RETURN count(m) AS n", tenant=tenant)
+    return int(rows[0]["n"])
+
+
+def _schema_snapshot(driver: neo4j.Driver) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    constraints = _query(
+        driver,
+        "SHOW CONSTRAINTS YIELD id, name, type, entityType, labelsOrTypes, properties, ownedIndex",
+    )
+    indexes = _query(
+        driver,
+        "SHOW INDEXES YIELD id, name, state, type, entityType, labelsOrTypes, properties, "
+        "indexProvider, owningConstraint",
+    )
+
+    def rows(found: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+        return sorted(tuple(str(v) for v in row.values()) for row in found)
+
+    return rows(constraints), rows(indexes)
+
+
+def _require_launcher() -> None:
+    ok, why = neo4j_server.available()
+    if ok:
+        return
+    if os.environ.get("GRAPHMEM_REQUIRE_NEO4J") == "1":
+        pytest.fail(f"GRAPHMEM_REQUIRE_NEO4J=1 but the local Neo4j launcher cannot run: {why}")
+    pytest.skip(f"LOCAL NEO4J LAUNCHER UNAVAILABLE, fault tests not run: {why}")
+
+
+# --------------------------------------------------------------------------
+# Cypher only in cypher/
+# --------------------------------------------------------------------------
+
+_PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+#: plausible dummies for EXPLAIN (it plans, never runs); anything else is None
+_DUMMIES: dict[str, Any] = {
+    "rows": [],
+    "tenant": "t-explain",
+    "ids": ["x"],
+    "id": "x",
+    "scopes": ["case:x"],
+    "scope": "case:x",
+    "entry_scopes": ["case:x"],
+    "run_scope": "run:r1",
+    "kinds": ["episodic"],
+    "policy": "default",
+    "now": 0,
+    "clearance_rank": 1,
+    "environment": [],
+    "with_embeddings": True,
+    "version": SCHEMA_VERSION,
+    "applied_at": 0,
+    "timeout_seconds": 1,
+    "dimensions": 4,
+}
+
+
+def _is_schema_file(name: str) -> bool:
+    return re.fullmatch(r"schema_v\d+", name) is not None
+
+
+def test_cypher_directory_is_not_empty_and_names_are_loadable() -> None:
+    names = cypher_names()
+    assert {"gate", "put_records", f"schema_v{SCHEMA_VERSION}"} <= set(names)
+    on_disk = sorted(p.stem for p in (REPO / "cypher").glob("*.cypher"))
+    assert names == on_disk
+    for name in names:
+        assert cypher(name).strip()
+
+
+def _runnable_texts(name: str) -> list[str]:
+    """What the backend sends: each statement of a multi-statement file, else the file verbatim."""
+    parts = statements(name)
+    return parts if len(parts) > 1 else [cypher(name)]
+
+
+@pytest.mark.parametrize("name", cypher_names())
+def test_every_cypher_file_explains_on_the_server(
+    name: str, neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget
+) -> None:
+    """Each file is valid Cypher for Neo4j 5.26: EXPLAIN plans it with every ``$param`` bound."""
+    texts = _runnable_texts(name)
+    assert texts, f"{name}.cypher has no statement"
+    with neo4j_driver.session() as session:
+        for text in texts:
+            params = {p: _DUMMIES.get(p) for p in _PARAM.findall(text)}
+            summary = session.run("EXPLAIN " + text, params).consume()
+            assert summary.plan is not None, f"{name}: no plan for {text[:80]!r}"
+
+
+def test_schema_files_split_into_several_statements() -> None:
+    for version in range(1, SCHEMA_VERSION + 1):
+        parts = statements(f"schema_v{version}")
+        assert len(parts) > 1
+        assert all(";" not in p and not p.lstrip().startswith("//") for p in parts)
+
+
+_CLAUSE_AT_START = re.compile(
+    r"^\s*(MATCH|OPTIONAL\s+MATCH|MERGE|UNWIND|CREATE|CALL|RETURN|SHOW|DROP|DETACH\s+DELETE)\s"
+)
+_CLAUSE_INSIDE = re.compile(
+    r"\b(MATCH|MERGE|CREATE)\s*\(\s*\w*\s*:"  # MATCH (m:Memory
+    r"|\bUNWIND\s+\$"
+    r"|\bCALL\s+(db|dbms|apoc|gds)\.\w"
+    r"|\bSHOW\s+(INDEXES|CONSTRAINTS)\b"
+    r"|\bDETACH\s+DELETE\b"
+    r"|\bRETURN\s+[\w.]+\s+AS\s+\w"
+)
+
+
+def _string_literals(path: Path) -> Iterator[tuple[int, str]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            yield node.lineno, node.value
+
+
+def test_no_cypher_in_python_string_literals() -> None:
+    """Every statement is a file in cypher/: no ``.py`` under graphmem/ carries a Cypher clause."""
+    offenders: list[str] = []
+    files = sorted(PACKAGE.rglob("*.py"))
+    assert len(files) > 10
+    for path in files:
+        for line, text in _string_literals(path):
+            if _CLAUSE_AT_START.search(text) or _CLAUSE_INSIDE.search(text):
+                offenders.append(f"{path.relative_to(REPO)}:{line}: {text.strip()[:70]!r}")
+    assert not offenders, "Cypher found in Python string literals:\n" + "\n".join(offenders)
+
+
+def _named_cypher_files() -> tuple[set[str], set[str]]:
+    """(names passed as literals to cypher()/statements()/_read(), every string literal) in graphmem/."""
+    called: set[str] = set()
+    literals: set[str] = set()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                literals.add(node.value)
+            if not isinstance(node, ast.Call) or not node.args:
+                continue
+            func = node.func
+            fname = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+            first = node.args[0]
+            if fname in {"cypher", "statements", "_read"} and isinstance(first, ast.Constant):
+                called.add(str(first.value))
+    return called, literals
+
+
+def test_python_names_only_existing_cypher_files() -> None:
+    """Every ``cypher("name")`` / ``_read("name")`` in graphmem/ names a shipped file, and every
+    shipped file is named somewhere (no stale statements)."""
+    names = set(cypher_names())
+    called, literals = _named_cypher_files()
+    assert called, "found no cypher(...) calls; did the loader move?"
+    assert called <= names, f"unknown Cypher files referenced: {sorted(called - names)}"
+    assert {f"schema_v{v}" for v in range(1, SCHEMA_VERSION + 1)} <= names
+    unused = {n for n in names if not _is_schema_file(n)} - literals
+    assert not unused, f"Cypher files no Python code names: {sorted(unused)}"
+
+
+def test_files_run_verbatim_are_single_statements() -> None:
+    """``cypher(name)`` / ``_read(name)`` send the whole file, so it must hold exactly one statement."""
+    called, _ = _named_cypher_files()
+    for name in sorted(called):
+        if not _is_schema_file(name):
+            assert len(statements(name)) == 1, f"{name}.cypher is run verbatim but has several statements"
+
+
+_CONCAT = re.compile(
+    r"\+(?!=)\s*(\$|'|\")"  # + $param, + 'text'
+    r"|(\$[\w.]+|'[^'\n]*'|\"[^\"\n]*\")\s*\+(?!=)"  # $param +, 'text' +
+)
+_DYNAMIC = re.compile(r"apoc\.(cypher|create\.addLabels|create\.setLabels|merge\.)", re.IGNORECASE)
+
+
+@pytest.mark.parametrize("name", cypher_names())
+def test_cypher_files_build_no_text(name: str) -> None:
+    """Labels, types and clauses are fixed text; values come only from parameters."""
+    code = "\n".join(line for line in cypher(name).splitlines() if not line.lstrip().startswith("//"))
+    assert not _CONCAT.search(code), f"{name}.cypher concatenates text: {_CONCAT.search(code)}"
+    assert not _DYNAMIC.search(code), f"{name}.cypher runs dynamic Cypher/labels"
+
+
+def test_cypher_loader_refuses_unknown_and_path_like_names() -> None:
+    from graphmem.errors import GraphmemError
+
+    for bad in ["../pyproject", "gate.cypher", "Gate", "nope_missing"]:
+        with pytest.raises(GraphmemError):
+            cypher(bad)
+    assert cypher_module._directory().is_dir()
+
+
+# --------------------------------------------------------------------------
+# schema: explicit, versioned, idempotent
+# --------------------------------------------------------------------------
+
+
+def test_setup_twice_changes_nothing(neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget) -> None:
+    store = _store(neo4j_driver, neo4j_target)
+    first = store.setup()
+    before = _schema_snapshot(neo4j_driver)
+    marker = _query(
+        neo4j_driver,
+        "MATCH (v:GraphmemSchema) RETURN v.name AS name, v.version AS version, v.applied_at AS applied_at",
+    )
+    second = store.setup()
+    after = _schema_snapshot(neo4j_driver)
+    assert first == second == SCHEMA_VERSION
+    assert isinstance(store.backend, Neo4jBackend)
+    assert store.backend.schema_version() == SCHEMA_VERSION
+    assert before == after
+    assert marker == _query(
+        neo4j_driver,
+        "MATCH (v:GraphmemSchema) RETURN v.name AS name, v.version AS version, v.applied_at AS applied_at",
+    )
+    assert len(marker) == 1
+    assert marker[0]["version"] == SCHEMA_VERSION
+
+
+def test_schema_has_online_fulltext_index_and_uniqueness_constraints(
+    neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget
+) -> None:
+    _store(neo4j_driver, neo4j_target).setup()
+    indexes = {
+        r["name"]: r
+        for r in _query(neo4j_driver, "SHOW INDEXES YIELD name, type, state, labelsOrTypes, properties")
+    }
+    fulltext = indexes["graphmem_memory_content"]
+    assert fulltext["type"] == "FULLTEXT"
+    assert fulltext["state"] == "ONLINE"
+    assert fulltext["labelsOrTypes"] == ["Memory"]
+    assert fulltext["properties"] == ["content"]
+    assert all(r["state"] == "ONLINE" for n, r in indexes.items() if n.startswith("graphmem_"))
+    constraints = {
+        (tuple(r["labelsOrTypes"]), tuple(r["properties"]))
+        for r in _query(neo4j_driver, "SHOW CONSTRAINTS YIELD type, labelsOrTypes, properties")
+        if r["type"] in {"UNIQUENESS", "NODE_KEY"}
+    }
+    assert {
+        (("Memory",), ("tenant", "id")),
+        (("Scope",), ("tenant", "key")),
+        (("Source",), ("tenant", "id")),
+    } <= constraints
+
+
+# --------------------------------------------------------------------------
+# unreachable at open
+# --------------------------------------------------------------------------
+
+
+def _closed_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.mark.parametrize(
+    "uri",
+    ["bolt://127.0.0.1:1", "neo4j://127.0.0.1:1", f"bolt://127.0.0.1:{_closed_port()}"],
+    ids=["bolt-port-1", "neo4j-routing-port-1", "bolt-free-port"],
+)
+def test_unreachable_server_at_open_names_the_uri(uri: str) -> None:
+    t0 = time.monotonic()
+    with pytest.raises(BackendUnavailable) as info:
+        MemoryStore.neo4j(uri, auth=("neo4j", "x"), connection_timeout=2.0)
+    assert time.monotonic() - t0 < 10.0
+    assert info.value.code == "backend_unavailable"
+    assert uri in str(info.value)
+    assert uri in info.value.message
+
+
+def test_open_with_an_unreachable_uri_through_store_open() -> None:
+    with pytest.raises(BackendUnavailable, match=re.escape("bolt://127.0.0.1:1")):
+        MemoryStore.open("bolt://127.0.0.1:1", auth=("neo4j", "x"), connection_timeout=2.0)
+
+
+def test_missing_database_is_backend_unavailable_naming_it(neo4j_target: Neo4jTarget) -> None:
+    assert neo4j_target.uri is not None
+    uri = neo4j_target.uri
+    opened: list[MemoryStore] = []
+
+    def open_and_read() -> None:
+        store = MemoryStore.neo4j(uri, auth=neo4j_target.auth, database="nosuchdb", connection_timeout=3.0)
+        opened.append(store)
+        store.get("t-any", "x")
+
+    try:
+        with pytest.raises(BackendUnavailable) as info:
+            open_and_read()
+        assert "nosuchdb" in info.value.message
+        assert uri in info.value.message
+    finally:
+        for store in opened:
+            store.close()
+
+
+def test_routing_uri_works_against_a_single_server(neo4j_target: Neo4jTarget, tenant: str) -> None:
+    """SPEC §6: a ``neo4j://`` routing URI works too (here against a single server)."""
+    assert neo4j_target.uri is not None
+    uri = re.sub(r"^bolt(\+s|\+ssc)?://", lambda m: f"neo4j{m.group(1) or ''}://", neo4j_target.uri)
+    with MemoryStore.open(uri, auth=neo4j_target.auth, connection_timeout=5.0) as store:
+        assert store.setup() == SCHEMA_VERSION
+        record = store.add(_episode(tenant, 1))
+        assert store.get(tenant, record.id) == record
+        ctx = ReadContext(tenant=tenant, scopes=("case:c1",), now=T0 + timedelta(days=1))
+        assert store.recall(ctx, "capture").ids == [record.id]
+
+
+# --------------------------------------------------------------------------
+# all-or-nothing writes
+# --------------------------------------------------------------------------
+
+
+def test_add_many_with_one_taken_id_writes_none_of_3000(
+    neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str
+) -> None:
+    store = _store(neo4j_driver, neo4j_target)
+    seed = store.add(_episode(tenant, 0, prefix="seed"))
+    batch = [_episode(tenant, i) for i in range(3000)]
+    batch[1777] = _episode(tenant, 0, prefix="seed").model_copy(update={"content": "other text"})
+    with pytest.raises(ConflictError) as info:
+        store.add_many(batch)
+    assert info.value.code == "duplicate_id"
+    assert _count_memories(neo4j_driver, tenant) == 1
+    assert store.get(tenant, seed.id) == seed
+    assert [e.action for e in store.audit(tenant)] == ["added"]
+
+
+def test_batch_the_database_refuses_midway_leaves_nothing(
+    neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str
+) -> None:
+    """Bypass the store's checks: a backend batch of 3000 new records whose record #2500 reuses
+    a stored id. The first 2000-row chunk is written, then the uniqueness constraint refuses the
+    second chunk (ConstraintError): the whole transaction rolls back, scope edge and audit too."""
+    store = _store(neo4j_driver, neo4j_target)
+    seed = store.add(_episode(tenant, 0, prefix="seed"))
+    (seed_event,) = store.audit(tenant)
+    records = [_episode(tenant, i) for i in range(3000)]
+    records[2500] = _episode(tenant, 0, prefix="seed").model_copy(update={"content": "overwrite attempt"})
+    ops: list[Op] = [ScopeWithin(tenant=tenant, child="case:c1", parent="domain:payments")]
+    ops.extend(PutRecord(record=r) for r in records)
+    ops.append(AppendAudit(event=AuditEvent(tenant=tenant, action="added", at=T0)))
+    with pytest.raises(ConflictError) as info:
+        store.backend.apply(ops)
+    assert info.value.code == "conflict"
+    assert _count_memories(neo4j_driver, tenant) == 1
+    assert store.get(tenant, seed.id) == seed
+    assert store.backend.existing_ids(tenant, [r.id for r in records]) == {seed.id}
+    assert store.backend.scope_parents(tenant, "case:c1") == set()
+    assert store.audit(tenant) == [seed_event]
+    # the same batch without the offending record goes in whole
+    records.pop(2500)
+    ops = [op for op in ops if not (isinstance(op, PutRecord) and op.record.id == seed.id)]
+    store.backend.apply(ops)
+    assert _count_memories(neo4j_driver, tenant) == 3000
+    assert store.backend.scope_parents(tenant, "case:c1") == {"domain:payments"}
+
+
+def test_id_taken_by_a_concurrent_writer_after_the_check_is_a_conflict(
+    neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process adds id ``r1777`` right after this add_many's existence check: the write
+    must fail with ConflictError (not overwrite theirs) and leave nothing of the batch."""
+    store = _store(neo4j_driver, neo4j_target)
+    other = _store(neo4j_driver, neo4j_target)
+    theirs = _episode(tenant, 1777).model_copy(update={"content": "written by the other process"})
+    real = store.backend.existing_ids
+    raced: list[bool] = []
+
+    def existing_ids_then_race(t: str, ids: Sequence[str]) -> set[str]:
+        found = real(t, ids)
+        if not raced:
+            raced.append(True)
+            other.add(theirs)
+        return found
+
+    monkeypatch.setattr(store.backend, "existing_ids", existing_ids_then_race)
+    batch = [_episode(tenant, i) for i in range(3000)]
+    with pytest.raises(ConflictError):
+        store.add_many(batch)
+    assert other.get(tenant, theirs.id) == theirs
+    assert _count_memories(neo4j_driver, tenant) == 1
+
+
+# --------------------------------------------------------------------------
+# faults: a server of our own that we stop, kill and restart
+# --------------------------------------------------------------------------
+
+_TIMEOUT = 3.0
+
+
+@pytest.fixture(scope="module")
+def own_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalNeo4j]:
+    """A private Neo4j with a kept data directory, so stop()/kill() + start() keep port and data."""
+    _require_launcher()
+    server = LocalNeo4j(data_dir=tmp_path_factory.mktemp("own-neo4j"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def own_store(own_server: LocalNeo4j) -> Iterator[MemoryStore]:
+    if not own_server.running:
+        own_server.start()
+    store = MemoryStore.neo4j(own_server.uri, auth=own_server.auth, connection_timeout=_TIMEOUT)
+    try:
+        yield store
+    finally:
+        if not own_server.running:
+            own_server.start()
+        store.close()
+
+
+def test_setup_on_a_fresh_database_then_again_changes_nothing(own_store: MemoryStore) -> None:
+    """Runs first on the private server: version 0 -> SCHEMA_VERSION, then a no-op."""
+    backend = own_store.backend
+    assert isinstance(backend, Neo4jBackend)
+    assert backend.schema_version() == 0
+    assert own_store.setup() == SCHEMA_VERSION
+    before = _schema_snapshot(backend.driver)
+    assert before[0]
+    assert before[1]
+    assert own_store.setup() == SCHEMA_VERSION
+    assert backend.schema_version() == SCHEMA_VERSION
+    assert _schema_snapshot(backend.driver) == before
+
+
+def test_setup_with_embeddings_adds_one_online_vector_index_idempotently(own_store: MemoryStore) -> None:
+    """SPEC §6: the schema step also creates the vector index (when embeddings are configured)."""
+    backend = own_store.backend
+    assert isinstance(backend, Neo4jBackend)
+    assert own_store.setup(embedding_dimensions=4) == SCHEMA_VERSION
+    vector = _query(
+        backend.driver, "SHOW VECTOR INDEXES YIELD name, state, labelsOrTypes, properties, options"
+    )
+    assert [(v["labelsOrTypes"], v["properties"], v["state"]) for v in vector] == [
+        (["Memory"], ["embedding"], "ONLINE")
+    ]
+    assert vector[0]["options"]["indexConfig"]["vector.dimensions"] == 4
+    before = _schema_snapshot(backend.driver)
+    assert own_store.setup(embedding_dimensions=4) == SCHEMA_VERSION
+    assert own_store.setup() == SCHEMA_VERSION
+    assert _schema_snapshot(backend.driver) == before
+    with pytest.raises(ConflictError) as info:
+        own_store.setup(embedding_dimensions=8)
+    assert info.value.code == "embedding_dimensions"
+    assert _schema_snapshot(backend.driver) == before
+
+
+def test_connection_lost_during_setup_is_backend_unavailable(
+    own_server: LocalNeo4j, own_store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server dies right after setup() read the schema version (here: pretending 0)."""
+    backend = own_store.backend
+    assert isinstance(backend, Neo4jBackend)
+
+    def version_then_crash() -> int:
+        own_server.kill()
+        return 0
+
+    monkeypatch.setattr(backend, "schema_version", version_then_crash)
+    with pytest.raises(BackendUnavailable) as info:
+        own_store.setup()
+    assert info.value.code == "connection_lost"
+    assert own_server.uri in info.value.message
+
+
+def test_server_down_then_back_the_same_call_succeeds(
+    own_server: LocalNeo4j, own_store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server stops after add_many's checks, just before its write: the call fails with
+    ``connection_lost``, names the URI and says the write was rolled back (after the driver's
+    retries). Started again on the same port and data, the same call succeeds, the earlier data is
+    intact and nothing of the failed attempt was left behind."""
+    own_store.setup()
+    tenant = f"t-{uuid.uuid4().hex[:12]}"
+    before = own_store.add_many([_episode(tenant, i, prefix="before") for i in range(50)])
+    batch = [_episode(tenant, i) for i in range(500)]
+    backend = own_store.backend
+    assert isinstance(backend, Neo4jBackend)
+    real_apply = backend.apply
+
+    def stop_then_apply(ops: Sequence[Op]) -> None:
+        own_server.stop()
+        real_apply(ops)
+
+    monkeypatch.setattr(backend, "apply", stop_then_apply)
+    t0 = time.monotonic()
+    with pytest.raises(BackendUnavailable) as info:
+        own_store.add_many(batch)
+    assert time.monotonic() - t0 < 120.0
+    assert not own_server.running
+    assert info.value.code == "connection_lost"
+    assert own_server.uri in info.value.message
+    assert "rolled back" in info.value.message
+    monkeypatch.setattr(backend, "apply", real_apply)
+    own_server.start()
+    assert own_store.add_many(batch) == batch
+    assert _count_memories(backend.driver, tenant) == 550
+    assert backend.get_many(tenant, [r.id for r in before]) == before
+    assert backend.get_many(tenant, [r.id for r in batch]) == batch
+    assert [e.action for e in own_store.audit(tenant)] == ["added", "added"]
+
+
+def test_server_killed_during_a_big_write_leaves_all_or_nothing(
+    own_server: LocalNeo4j, own_store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGKILL the server while one add_many of 20k records is in flight; after recovery
+    the tenant holds all 20k records or none, and the same call then completes the job."""
+    own_store.setup()
+    tenant = f"t-{uuid.uuid4().hex[:12]}"
+    kept = own_store.add(_episode(tenant, 0, prefix="kept"))
+    batch = [_episode(tenant, i) for i in range(20_000)]
+    backend = own_store.backend
+    assert isinstance(backend, Neo4jBackend)
+    writing = threading.Event()
+    real_apply = backend.apply
+
+    def apply(ops: Sequence[Op]) -> None:
+        writing.set()
+        real_apply(ops)
+
+    monkeypatch.setattr(backend, "apply", apply)
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["result"] = own_store.add_many(batch)
+        except BaseException as err:  # reported to the main thread
+            outcome["error"] = err
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    assert writing.wait(120), "add_many never reached the write"
+    time.sleep(1.0)
+    finished_before_kill = not worker.is_alive()
+    own_server.kill()
+    worker.join(180)
+    assert not worker.is_alive(), "add_many hung after the server died"
+    monkeypatch.setattr(backend, "apply", real_apply)
+    own_server.start()
+    stored = backend.existing_ids(tenant, [r.id for r in batch])
+    assert len(stored) in {0, len(batch)}, f"partial write survived the crash: {len(stored)} records"
+    assert backend.get(tenant, kept.id) == kept
+    assert not finished_before_kill, "the write finished before the kill; use more records"
+    if "error" in outcome:
+        err = outcome["error"]
+        assert isinstance(err, BackendUnavailable), repr(err)
+        assert err.code == "connection_lost"
+        assert own_server.uri in err.message
+        assert "rolled back" in err.message
+        assert not stored, "the error said the write was rolled back, but it was stored"
+        assert own_store.add_many(batch) == batch
+    else:  # the commit got through just before the kill: then all of it is there
+        assert len(stored) == len(batch)
+    assert len(backend.existing_ids(tenant, [r.id for r in batch])) == len(batch)
+    assert _count_memories(backend.driver, tenant) == len(batch) + 1
+    assert [e.action for e in own_store.audit(tenant)] == ["added", "added"]
