@@ -8,14 +8,15 @@ or not at all.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter
 
 from graphmem._args import check_aware, check_rel_type, check_scope, check_tenant
-from graphmem.backends.base import AddEdge, AppendAudit, Backend, Dependent, Op, PutRecord, UpdateRecord
+from graphmem._core import StoreCore
+from graphmem.backends.base import AddEdge, AppendAudit, Dependent, Op, PutRecord, UpdateRecord
 from graphmem.errors import ConflictError, ContractViolation, LineageError, NotFound
 from graphmem.lineage import FORGOTTEN, lost_support, support_count, support_ends
 from graphmem.model import (
@@ -51,34 +52,8 @@ def _label(record: MemoryRecord) -> str:
     return text.replace("\n", " ")
 
 
-class LineageOps:
-    """Mixed into ``MemoryStore``; relies on its backend, clock and write path."""
-
-    backend: Backend
-    clock: Callable[[], datetime]
-    min_support: int
-
-    if TYPE_CHECKING:
-
-        def _write_new(
-            self,
-            batch: list[MemoryRecord],
-            *,
-            extra: Sequence[Op] = (),
-            action: str | None = "added",
-            reason: str | None = None,
-            record_ids: tuple[str, ...] = (),
-        ) -> list[MemoryRecord]: ...
-
-        def recall(
-            self,
-            ctx: ReadContext,
-            query: str = "",
-            explain: bool = False,
-            *,
-            query_embedding: Sequence[float] | None = None,
-            actor: str | None = None,
-        ) -> Selection: ...
+class LineageOps(StoreCore):
+    """Mixed into ``MemoryStore``: lineage, forgetting, export and import."""
 
     # -- supersession and invalidation ------------------------------------
 

@@ -9,12 +9,12 @@ a new policy version instead of editing them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any
 
 from graphmem._args import check_tenant
-from graphmem.backends.base import AddEdge, AppendAudit, Backend, Op, PutRecord, UpdateRecord
+from graphmem._core import StoreCore
+from graphmem.backends.base import AddEdge, AppendAudit, Op, PutRecord, UpdateRecord
 from graphmem.contracts import check_record
 from graphmem.errors import ConflictError, ContractViolation, GraphmemError, NotFound
 from graphmem.model import (
@@ -37,24 +37,8 @@ __all__ = ["WriteGateOps"]
 _LIVE = (Status.ACTIVE, Status.PENDING_APPROVAL, Status.CONTESTED)
 
 
-class WriteGateOps:
-    """Mixed into ``MemoryStore``; relies on its backend, clock, policy and write path."""
-
-    backend: Backend
-    clock: Callable[[], datetime]
-    write_policy: WritePolicy
-
-    if TYPE_CHECKING:
-
-        def _write_new(
-            self,
-            batch: list[MemoryRecord],
-            *,
-            extra: Sequence[Op] = (),
-            action: str | None = "added",
-            reason: str | None = None,
-            record_ids: tuple[str, ...] = (),
-        ) -> list[MemoryRecord]: ...
+class WriteGateOps(StoreCore):
+    """Mixed into ``MemoryStore``: proposals, approvals, conflicts, policy versions."""
 
     def _audit(
         self, tenant: str, action: str, ids: tuple[str, ...], reason: str | None, **details: Any
