@@ -15,7 +15,7 @@ from functools import lru_cache
 
 __all__ = ["SELECTOR_VERSION", "Document", "cosine", "forget_cached_terms", "rank", "term_counts", "tokenize"]
 
-SELECTOR_VERSION = "graphmem-gate-bm25-cosine/1"
+SELECTOR_VERSION = "graphmem-gate-bm25-cosine/2"
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 _STOPWORDS = frozenset(
@@ -67,8 +67,9 @@ def rank(
 ) -> list[tuple[str, float]]:
     """Score and order survivors: best first, ties newer first, then by id.
 
-    The lexical score is BM25 normalised by the best survivor's, so it lies in
-    [0, 1]; when the query and a record both carry embeddings, the score is an
+    The lexical score is BM25 divided by the most any document could score for
+    this query (every term present, saturated), so it lies in [0, 1]; when the
+    query and a record both carry embeddings, the score is an
     even blend with cosine similarity (negative similarity counts as 0), so a
     record that matches neither terms nor meaning scores 0. Returns (id, score).
     """
@@ -76,10 +77,14 @@ def rank(
     terms = list(dict.fromkeys(tokenize(query)))
     n = len(docs)
     raw: list[float] = [0.0] * n
+    best = 0.0
     if terms and n:
         avg_len = sum(doc[2] for doc in docs) / n or 1.0
         df = {t: sum(1 for doc in docs if t in doc[1]) for t in terms}
         idf = {t: math.log(1.0 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in terms}
+        # Normalise by the most any document could score for this query, not by the best
+        # survivor, so one weak term match does not get full weight against semantic similarity.
+        best = sum(idf.values()) * (_K1 + 1.0)
         for i, (_, counts, length, _, _) in enumerate(docs):
             score = 0.0
             for t in terms:
@@ -88,7 +93,7 @@ def rank(
                     norm = _K1 * (1.0 - _B + _B * length / avg_len)
                     score += idf[t] * tf * (_K1 + 1.0) / (tf + norm)
             raw[i] = score
-    best = max(raw, default=0.0)
+
     keyed: list[tuple[float, float, str]] = []
     for (rid, _, _, recency, embedding), lexical in zip(docs, raw, strict=True):
         score = lexical / best if best > 0.0 else 0.0

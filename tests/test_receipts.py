@@ -242,7 +242,12 @@ def test_verify_detects_a_change_of_selection(store: MemoryStore, tenant: str) -
     ctx = context(tenant)
     before = recall(store, ctx)
     best = records(tenant)[0].model_copy(
-        update={"id": "best", "content": "gateway retry timeout: gateway retry timeout", "valid_from": T0}
+        update={
+            "id": "best",
+            "content": "gateway retry timeout: gateway retry timeout",
+            "valid_from": T0,
+            "embedding": (1.0, 0.0),
+        }
     )
     store.add(best)
     after = recall(store, ctx)

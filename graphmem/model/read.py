@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from pydantic import Field, field_validator, model_validator
 
 from graphmem.model.base import AwareDatetime, GraphmemModel, Identifier, ScopeKey, Tenant, utcnow
 from graphmem.model.enums import DropReason, Kind, Sensitivity
 from graphmem.model.records import MemoryRecord
+
+if TYPE_CHECKING:
+    from graphmem.render import RenderedContext
 
 __all__ = ["Decision", "ReadContext", "Receipt", "Selection"]
 
@@ -94,6 +99,13 @@ class Selection(GraphmemModel):
     @property
     def ids(self) -> list[str]:
         return [r.id for r in self.records]
+
+    def render(self, budget_tokens: int, **options: Any) -> RenderedContext:
+        """These records as delimited, untrusted LLM context within ``budget_tokens``, in
+        selection order, reporting what was omitted (options: ``tokens=``, ``fill=``)."""
+        from graphmem.render import render_selection
+
+        return render_selection(self, budget_tokens, **options)
 
     def reason_for(self, record_id: str) -> DropReason | None:
         """The drop reason recorded for ``record_id`` (needs ``explain=True`` for dropped ones)."""
