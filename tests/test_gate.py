@@ -520,7 +520,9 @@ def gated_record(draw: st.DrawFn, index: int) -> MemoryRecord:
         sources=SRC if kind in (Kind.SEMANTIC, Kind.PROCEDURAL) else (),
         status=draw(st.sampled_from([Status.ACTIVE] * 6 + [s for s in Status if s not in SKIP_STATUS])),
         policy=draw(st.sampled_from(["default"] * 4 + ["v2"])),
-        sensitivity=draw(st.sampled_from([Sensitivity.PUBLIC, Sensitivity.INTERNAL, Sensitivity.CONFIDENTIAL])),
+        sensitivity=draw(
+            st.sampled_from([Sensitivity.PUBLIC, Sensitivity.INTERNAL, Sensitivity.CONFIDENTIAL])
+        ),
         procedure_name="proc" if kind is Kind.PROCEDURAL else None,
         procedure_version="1" if kind is Kind.PROCEDURAL else None,
         preconditions=tuple(preconditions or ["prod"]) if kind is Kind.PROCEDURAL else tuple(preconditions),

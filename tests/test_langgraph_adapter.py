@@ -1,0 +1,537 @@
+"""``GraphmemStore`` (graphmem as a LangGraph ``BaseStore``) against LangGraph's own ``InMemoryStore``.
+
+The differential test applies the same random put/get/search/delete/
+list_namespaces/batch sequence to both and asserts equal results — items
+(namespace, key, value, created_at, updated_at, score), order, errors — on
+every backend. Both sides read one injected clock: ``GraphmemStore(clock=...)``
+and ``InMemoryStore`` through its module's ``datetime``, patched.
+
+The reference is ``InMemoryStore`` with the adapter's one documented listing
+difference applied: a namespace exists while it holds items (``InMemoryStore``
+also keeps namespaces a get or delete merely touched, and the positions of
+emptied ones). ``InMemoryStore`` has no TTL (``put(ttl=...)`` raises
+``NotImplementedError``), so TTL is tested against LangGraph's documented
+semantics instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any, ClassVar
+from unittest.mock import patch
+
+import langgraph.store.memory as memory_module
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    PutOp,
+    SearchItem,
+    SearchOp,
+)
+from langgraph.store.memory import InMemoryStore
+
+from graphmem import DropReason, ForgetMode, ForgetRequest, Kind, MemoryStore, ReadContext, Status
+from graphmem._args import check_scope
+from graphmem.integrations.langgraph import ROOT_SCOPE, GraphmemStore, namespace_of_scope, namespace_scope
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def tick(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+@contextmanager
+def in_memory_clock(clock: Clock) -> Iterator[None]:
+    """Make ``InMemoryStore`` stamp items with ``clock`` (it calls ``datetime.now(timezone.utc)``)."""
+
+    class Frozen(datetime):
+        source: ClassVar[Clock] = clock
+
+        @classmethod
+        def now(cls, tz: Any = None) -> datetime:  # type: ignore[override]
+            return cls.source()
+
+    with patch.object(memory_module, "datetime", Frozen):
+        yield
+
+
+class _NoVivify(dict[tuple[str, ...], dict[str, Item]]):
+    def __missing__(self, key: tuple[str, ...]) -> dict[str, Item]:
+        return {}  # reading a namespace never creates it
+
+
+class Reference(InMemoryStore):
+    """``InMemoryStore`` where a namespace exists while it holds items, nothing else changed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._data = _NoVivify()
+
+    def _apply_put_ops(self, put_ops: dict[tuple[tuple[str, ...], str], PutOp]) -> None:
+        for (namespace, key), op in put_ops.items():
+            if op.value is None:
+                items = self._data.get(namespace)
+                if items is not None:
+                    items.pop(key, None)
+                    if not items:
+                        del self._data[namespace]
+            else:
+                self._data.setdefault(namespace, {})
+                super()._apply_put_ops({(namespace, key): op})
+
+
+# -- strategies ------------------------------------------------------------
+
+LABELS = ["a", "b", "c d/é"]  # the last needs escaping in a scope name
+KEYS = ["k1", "k2", "k/3 ü"]  # the last one too
+# Mostly a small pool, so sequences revisit namespaces, nest them and hit their ancestors.
+POOL = [("a",), ("a", "b"), ("a", "b", "c d/é"), ("b",), ("b", "a")]
+pooled = st.sampled_from(POOL)
+namespaces = st.one_of(
+    pooled, pooled, pooled, st.lists(st.sampled_from(LABELS), min_size=1, max_size=3).map(tuple)
+)
+prefixes = st.one_of(st.sampled_from([(), (), ("a",), ("a", "b"), ("b",)]), namespaces)
+patterns = st.lists(st.sampled_from([*LABELS, "*"]), max_size=3).map(tuple)
+keys = st.sampled_from([*KEYS, "k1", "k2"])
+values = st.fixed_dictionaries(
+    {"n": st.integers(-2, 3)},
+    optional={
+        "s": st.sampled_from(["x", "y"]),
+        "d": st.fixed_dictionaries({"x": st.integers(0, 2)}, optional={"y": st.sampled_from(["p", "q"])}),
+        "l": st.lists(st.integers(0, 2), max_size=2),
+    },
+)
+operators = st.dictionaries(
+    st.sampled_from(["$eq", "$ne", "$gt", "$gte", "$lt", "$lte"]), st.integers(-2, 3), min_size=1, max_size=2
+)
+conditions = st.one_of(
+    st.tuples(st.just("n"), st.one_of(st.integers(-2, 3), operators)),
+    st.tuples(
+        st.just("s"), st.one_of(st.sampled_from(["x", "y"]), st.fixed_dictionaries({"$ne": st.just("x")}))
+    ),
+    st.tuples(st.just("d"), st.fixed_dictionaries({"x": st.integers(0, 2)})),
+    st.tuples(st.just("l"), st.lists(st.integers(0, 2), max_size=2)),
+    st.tuples(
+        st.sampled_from(["s", "d"]), operators
+    ),  # float() of a string/dict/None raises: same error both sides
+)
+filters = st.one_of(st.none(), st.none(), st.lists(conditions, min_size=1, max_size=2).map(dict))
+limits = st.sampled_from([10, 10, 3, 2, 1, 0, -1])  # slices, so negative bounds count from the end
+offsets = st.sampled_from([0, 0, 0, 1, 2, -1])
+
+get_op = st.builds(GetOp, namespaces, keys)
+put_op = st.builds(PutOp, namespaces, keys, st.one_of(values, st.none()), index=st.none(), ttl=st.none())
+search_op = st.builds(
+    SearchOp, prefixes, filter=filters, limit=limits, offset=offsets, query=st.sampled_from([None, "x"])
+)
+
+
+def _conditions(prefix: tuple[str, ...], suffix: tuple[str, ...]) -> tuple[MatchCondition, ...]:
+    out = []
+    if prefix:
+        out.append(MatchCondition("prefix", prefix))
+    if suffix:
+        out.append(MatchCondition("suffix", suffix))
+    return tuple(out)
+
+
+list_op = st.builds(
+    ListNamespacesOp,
+    st.builds(_conditions, patterns, patterns),
+    max_depth=st.one_of(st.none(), st.integers(0, 3)),
+    limit=limits,
+    offset=offsets,
+)
+put_action = st.tuples(st.just("put"), namespaces, keys, values)
+actions = st.one_of(
+    put_action,
+    put_action,
+    put_action,
+    st.tuples(st.just("get"), namespaces, keys),
+    st.tuples(st.just("delete"), namespaces, keys),
+    st.tuples(st.just("search"), prefixes, filters, limits, offsets, st.sampled_from([None, "x"])),
+    st.tuples(st.just("list"), patterns, patterns, st.one_of(st.none(), st.integers(0, 3)), limits, offsets),
+    st.tuples(
+        st.just("batch"), st.lists(st.one_of(get_op, put_op, search_op, list_op), min_size=1, max_size=4)
+    ),
+    st.tuples(st.just("tick"), st.sampled_from([0.000001, 1.0, 60.0])),
+)
+
+
+# -- running an action on a store --------------------------------------------
+
+
+def _norm(result: Any) -> Any:
+    if isinstance(result, Item):
+        score = result.score if isinstance(result, SearchItem) else "-"
+        return (type(result).__name__, result.namespace, result.key, result.value, result.created_at,
+                result.updated_at, score)  # fmt: skip
+    if isinstance(result, list):
+        return [_norm(r) for r in result]
+    return result
+
+
+def _apply(target: BaseStore, action: tuple[Any, ...]) -> Any:
+    kind, *args = action
+    try:
+        if kind == "put":
+            namespace, key, value = args
+            return target.put(namespace, key, value)
+        if kind == "get":
+            return _norm(target.get(*args))
+        if kind == "delete":
+            return target.delete(*args)
+        if kind == "search":
+            prefix, filter_, limit, offset, query = args
+            return _norm(target.search(prefix, filter=filter_, limit=limit, offset=offset, query=query))
+        if kind == "list":
+            prefix, suffix, max_depth, limit, offset = args
+            found = target.list_namespaces(
+                prefix=prefix or None, suffix=suffix or None, max_depth=max_depth, limit=limit, offset=offset
+            )
+            return _norm(found)
+        return _norm(target.batch(args[0]))
+    except Exception as err:  # the same error on both sides is a match
+        return ("raised", type(err).__name__)
+
+
+def _everything(target: BaseStore) -> Any:
+    return _norm(target.search((), limit=1000)), target.list_namespaces(limit=1000)
+
+
+def _differential(store: MemoryStore, steps: list[tuple[Any, ...]], kind: Kind) -> None:
+    clock = Clock()
+    reference = Reference()
+    adapter = GraphmemStore(store, f"t-{uuid.uuid4().hex[:12]}", clock=clock, kind=kind)
+    with in_memory_clock(clock):
+        for i, step in enumerate(steps):
+            if step[0] == "tick":
+                clock.tick(step[1])
+                continue
+            expected = _apply(reference, step)
+            assert _apply(adapter, step) == expected, f"step {i}: {step}"
+            clock.tick(0.5)
+        assert _everything(adapter) == _everything(reference)
+
+
+runs = st.tuples(
+    st.lists(put_action, min_size=2, max_size=6).flatmap(
+        lambda seed: st.lists(actions, min_size=4, max_size=20).map(lambda steps: seed + steps)
+    ),
+    st.sampled_from([Kind.SEMANTIC, Kind.EPISODIC]),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(run=runs)
+def test_matches_in_memory_store(run: tuple[list[tuple[Any, ...]], Kind]) -> None:
+    """Same results, order and errors as ``InMemoryStore``, over a fresh ``MemoryStore.embedded()``."""
+    with MemoryStore.embedded() as store:
+        _differential(store, *run)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(run=runs)
+def test_matches_in_memory_store_on_every_backend(
+    store: MemoryStore, run: tuple[list[tuple[Any, ...]], Kind]
+) -> None:
+    """The same differential on the shared ``store`` fixture (persisted, Neo4j), a fresh tenant per example.
+
+    Fewer examples: on Neo4j each step is a few round trips (~2 s an example on a 2-core machine).
+    """
+    _differential(store, *run)
+
+
+SCRIPT: list[tuple[Any, ...]] = [
+    ("put", ("a",), "k1", {"n": 1, "s": "x"}),
+    ("put", ("a",), "k2", {"n": 2, "d": {"x": 1}}),
+    ("put", ("b",), "k1", {"n": 3, "l": [1, 2]}),
+    ("put", ("a", "b"), "k1", {"n": -1}),
+    ("put", ("a",), "k1", {"n": 4, "s": "y"}),  # an update keeps its position
+    ("search", (), None, 10, 0, None),
+    ("get", ("a", "b"), "k2"),  # a key of an ancestor namespace is not found
+    ("delete", ("a",), "k2"),
+    ("put", ("a",), "k2", {"n": 5}),  # delete + put: last in its namespace
+    ("delete", ("b",), "k1"),
+    ("put", ("b",), "k1", {"n": 6}),  # the emptied namespace comes back last
+    ("search", (), None, 10, 0, None),
+    ("search", ("a",), {"n": {"$gte": 4, "$ne": 5}}, 10, 0, None),
+    ("search", ("a",), {"d": {"x": 1}}, 10, 0, None),
+    ("search", (), {"s": {"$gt": 1}}, 10, 0, None),  # float("y") raises in both
+    ("search", ("a",), None, 2, 1, "ignored query"),
+    ("list", (), (), 1, 10, 0),
+    ("list", ("a", "*"), (), None, 10, 0),
+    ("list", (), ("b",), None, 10, 0),
+    (
+        "batch",
+        [
+            PutOp(("c",), "k", {"n": 7}),
+            GetOp(("c",), "k"),  # reads see the state before the batch's writes
+            PutOp(("a",), "k1", None),
+            PutOp(("c",), "k", {"n": 8}),  # the last write to a key wins
+            ListNamespacesOp(),
+        ],
+    ),
+    ("search", (), None, 10, 0, None),
+]
+
+
+def test_scripted_sequence_matches_in_memory_store(store: MemoryStore) -> None:
+    """The orderings and batch rules the random test may reach only rarely, on every backend."""
+    _differential(store, SCRIPT, Kind.SEMANTIC)
+
+
+@pytest.mark.parametrize("operator", ["$eq", "$ne", "$gt", "$gte", "$lt", "$lte"])
+def test_filter_operators_match_at_every_boundary(operator: str) -> None:
+    clock = Clock()
+    reference, adapter = Reference(), GraphmemStore(MemoryStore.embedded(), "acme", clock=clock)
+    with in_memory_clock(clock):
+        for n in range(-2, 4):
+            for target in (reference, adapter):
+                target.put(("a",), f"k{n}", {"n": n, "f": n / 2})
+        for field in ("n", "f"):
+            for operand in (-2, -1, 0, 0.5, 1, 3, 4):
+                query: dict[str, Any] = {field: {operator: operand}}
+                assert _norm(adapter.search((), filter=query)) == _norm(reference.search((), filter=query))
+
+
+def test_the_reference_differs_from_in_memory_store_only_in_listing() -> None:
+    """Pin the documented difference: ``InMemoryStore`` lists namespaces that a read merely touched."""
+    plain, reference = InMemoryStore(), Reference()
+    for target in (plain, reference):
+        target.get(("ghost",), "k")
+        target.put(("kept",), "k", {"n": 1})
+        target.put(("gone",), "k", {"n": 1})
+        target.delete(("gone",), "k")
+    assert plain.list_namespaces() == [("ghost",), ("gone",), ("kept",)]
+    assert reference.list_namespaces() == [("kept",)]
+
+
+# -- async -------------------------------------------------------------------
+
+
+def test_async_api_matches(store: MemoryStore, tenant: str) -> None:
+    clock = Clock()
+    adapter = GraphmemStore(store, tenant, clock=clock)
+
+    async def scenario(target: BaseStore) -> list[Any]:
+        await target.aput(("users", "alice"), "prefs", {"n": 1, "s": "x"})
+        await target.aput(("users", "bob"), "prefs", {"n": 2})
+        clock.tick(1)
+        await target.aput(("users", "alice"), "prefs", {"n": 3, "s": "y"})
+        got = await target.aget(("users", "alice"), "prefs")
+        found = await target.asearch(("users",), filter={"n": {"$gte": 2}})
+        names = await target.alist_namespaces(prefix=("users",), max_depth=2)
+        await target.adelete(("users", "bob"), "prefs")
+        batched = await target.abatch(
+            [GetOp(("users", "bob"), "prefs"), SearchOp(("users",)), ListNamespacesOp(max_depth=1)]
+        )
+        return [_norm(got), _norm(found), names, _norm(batched)]
+
+    with in_memory_clock(clock):
+        expected = asyncio.run(scenario(Reference()))
+        clock.now = T0
+        assert asyncio.run(scenario(adapter)) == expected
+    assert expected[2] == [("users", "alice"), ("users", "bob")]
+
+
+# -- TTL (LangGraph semantics; InMemoryStore has none) ----------------------
+
+
+def test_in_memory_store_has_no_ttl() -> None:
+    with pytest.raises(NotImplementedError):
+        InMemoryStore().put(("a",), "k", {"n": 1}, ttl=1.0)
+
+
+def test_expired_items_disappear_and_reads_refresh_ttl(store: MemoryStore, tenant: str) -> None:
+    clock = Clock()
+    lg = GraphmemStore(store, tenant, clock=clock, ttl={"default_ttl": 1.0})
+    ns = ("users", "alice")
+    lg.put(ns, "a", {"n": 1})  # default ttl: 1 minute
+    lg.put(ns, "b", {"n": 2}, ttl=None)  # never expires
+    lg.put(ns, "c", {"n": 3}, ttl=2.0)
+    clock.tick(50)
+    assert lg.get(ns, "a") is not None  # refreshed: now expires at 110 s
+    clock.tick(50)
+    assert lg.get(ns, "a", refresh_ttl=False) is not None  # 100 s < 110 s, and not refreshed
+    assert [i.key for i in lg.search(ns, refresh_ttl=False)] == ["a", "b", "c"]
+    clock.tick(10)  # 110 s: validity is half-open, so "a" is expired now
+    assert lg.get(ns, "a") is None
+    assert [i.key for i in lg.search(ns)] == ["b", "c"]  # refreshes "c": expires at 230 s
+    clock.tick(60)  # 170 s: "c" would have expired at 120 s without the refresh
+    assert [i.key for i in lg.search((), refresh_ttl=False)] == ["b", "c"]
+    clock.tick(60)  # 230 s
+    assert [i.key for i in lg.search(())] == ["b"]
+    lg.put(ns, "a", {"n": 4})  # an expired item is gone: a new put starts a new item, last in order
+    assert [(i.key, i.value) for i in lg.search(ns)] == [("b", {"n": 2}), ("a", {"n": 4})]
+    # Graphmem keeps the expired versions as records its gate rejects as expired.
+    expired = [
+        r for r in store.backend.with_tag(tenant, "langgraph") if r.expires_at and r.expires_at <= clock()
+    ]
+    ctx = ReadContext(tenant=tenant, scopes=[namespace_scope(ns)], now=clock())
+    assert expired
+    assert {store.explain(ctx, r.id).reason for r in expired} == {DropReason.EXPIRED}
+
+
+def test_expired_namespaces_are_not_listed_and_refresh_can_be_off_by_default(
+    store: MemoryStore, tenant: str
+) -> None:
+    clock = Clock()
+    lg = GraphmemStore(store, tenant, clock=clock, ttl={"default_ttl": 1.0, "refresh_on_read": False})
+    lg.put(("a",), "k", {"n": 1})
+    lg.put(("b",), "k", {"n": 1}, ttl=None)
+    clock.tick(30)
+    assert lg.get(("a",), "k") is not None  # refresh_on_read=False: expiry stays at 60 s
+    clock.tick(30)
+    assert lg.get(("a",), "k") is None
+    assert lg.list_namespaces() == [("b",)]
+    assert lg.get(("a",), "k", refresh_ttl=True) is None  # an expired item cannot be revived by a read
+
+
+# -- the graph behind it ----------------------------------------------------
+
+
+def test_namespaces_become_a_tree_of_scopes(store: MemoryStore, tenant: str) -> None:
+    lg = GraphmemStore(store, tenant)
+    lg.put(("users", "alice", "prefs"), "theme", {"v": "dark"})
+    lg.put(("users", "bob"), "theme", {"v": "light"})
+    leaf = namespace_scope(("users", "alice", "prefs"))
+    assert leaf == "ns:langgraph/users/alice/prefs"
+    assert store.backend.scope_ancestors(tenant, [leaf]) == {
+        leaf,
+        "ns:langgraph/users/alice",
+        "ns:langgraph/users",
+        ROOT_SCOPE,
+    }
+    assert store.backend.scope_descendants(tenant, "ns:langgraph/users") == {
+        "ns:langgraph/users",
+        "ns:langgraph/users/alice",
+        leaf,
+        "ns:langgraph/users/bob",
+    }
+    # A graphmem recall at the item's scope finds it as a semantic record with LangGraph provenance.
+    (record,) = store.recall(ReadContext(tenant=tenant, scopes=[leaf]), "dark").records
+    assert record.kind is Kind.SEMANTIC
+    assert record.scope == leaf
+    assert [s.type for s in record.sources] == ["langgraph"]
+
+
+def test_put_supersedes_and_delete_revokes(store: MemoryStore, tenant: str) -> None:
+    clock = Clock()
+    lg = GraphmemStore(store, tenant, clock=clock)
+    lg.put(("docs",), "readme", {"v": 1})
+    clock.tick(1)
+    lg.put(("docs",), "readme", {"v": 2})
+    first, second = sorted(store.backend.with_tag(tenant, "langgraph"), key=lambda r: r.created_at)
+    assert first.status is Status.ACTIVE  # never overwritten: history
+    edges = {(e.src, e.dst, e.type) for e in store.trace(tenant, second.id).edges}
+    assert (second.id, first.id, "SUPERSEDES") in edges
+    as_of_first = ReadContext(tenant=tenant, scopes=[namespace_scope(("docs",))], now=T0)
+    assert store.recall(as_of_first).ids == [first.id]  # replay: what the store said at T0
+    lg.delete(("docs",), "readme")
+    assert lg.get(("docs",), "readme") is None
+    assert store.get(tenant, second.id).status is Status.REVOKED  # type: ignore[union-attr]
+    assert [e.action for e in store.audit(tenant)] == ["added", "superseded", "recalled", "forgotten"]
+
+
+def test_graphmem_forgetting_a_namespace_scope_reaches_the_langgraph_view(
+    store: MemoryStore, tenant: str
+) -> None:
+    lg = GraphmemStore(store, tenant)
+    lg.put(("users", "alice"), "prefs", {"food": "sourdough-secret"})
+    lg.put(("users", "alice", "notes"), "n1", {"text": "sourdough-secret again"})
+    lg.put(("users", "bob"), "prefs", {"food": "rye"})
+    store.forget(
+        ForgetRequest(
+            tenant=tenant,
+            target=namespace_scope(("users", "alice")),
+            target_type="scope",
+            mode=ForgetMode.ERASE,
+            reason="user asked to be forgotten",
+            requested_by="dpo",
+        )
+    )
+    assert [i.namespace for i in lg.search(("users",))] == [("users", "bob")]
+    assert lg.list_namespaces() == [("users", "bob")]
+    assert "sourdough-secret" not in "".join(store.export(tenant))
+
+
+def test_scope_names_round_trip_and_are_valid() -> None:
+    @given(st.lists(st.text(min_size=0, max_size=12), max_size=4).map(tuple))
+    def check(namespace: tuple[str, ...]) -> None:
+        scope = namespace_scope(namespace)
+        assert check_scope(scope) == scope
+        if not scope.startswith(ROOT_SCOPE + ".h/"):
+            assert namespace_of_scope(scope) == namespace
+
+    check()
+    long = ("x" * 150, "y/" * 40)
+    assert namespace_scope(long).startswith("ns:langgraph.h/")
+    assert namespace_scope(long) != namespace_scope(("x" * 150, "y/" * 41))
+
+
+def test_items_in_long_namespaces_work(store: MemoryStore, tenant: str) -> None:
+    lg = GraphmemStore(store, tenant)
+    long = ("x" * 150, "y" * 60)
+    lg.put(long, "k", {"n": 1})
+    assert lg.get(long, "k").value == {"n": 1}  # type: ignore[union-attr]
+    assert [i.namespace for i in lg.search(("x" * 150,))] == [long]
+
+
+def test_values_must_be_json() -> None:
+    lg = GraphmemStore(MemoryStore.embedded(), "acme")
+    with pytest.raises(TypeError, match="JSON"):
+        lg.put(("a",), "k", {"when": datetime.now(UTC)})
+    assert lg.search(()) == []
+
+
+def test_only_semantic_or_episodic_items() -> None:
+    from graphmem import ContractViolation
+
+    with pytest.raises(ContractViolation, match="semantic or episodic"):
+        GraphmemStore(MemoryStore.embedded(), "acme", kind=Kind.WORKING)
+
+
+def test_usable_as_a_langgraph_store() -> None:
+    from langgraph.config import get_store
+    from langgraph.graph import START, StateGraph
+    from typing_extensions import TypedDict
+
+    class State(TypedDict):
+        user: str
+        seen: int
+
+    def remember(state: State) -> dict[str, int]:
+        store = get_store()  # the store the graph was compiled with
+        ns = ("users", state["user"])
+        previous = store.get(ns, "visits")
+        count = 1 + (previous.value["count"] if previous else 0)
+        store.put(ns, "visits", {"count": count})
+        return {"seen": count}
+
+    builder = StateGraph(State)
+    builder.add_node("remember", remember)
+    builder.add_edge(START, "remember")
+    lg = GraphmemStore(MemoryStore.embedded(), "acme")
+    graph = builder.compile(store=lg)
+    graph.invoke({"user": "alice", "seen": 0})
+    assert graph.invoke({"user": "alice", "seen": 0})["seen"] == 2
+    assert lg.get(("users", "alice"), "visits").value == {"count": 2}  # type: ignore[union-attr]
