@@ -41,6 +41,7 @@ class Candidate:
     start: datetime | None
     end: datetime | None
     recency: float
+    sensitivity_rank: int
 
     @classmethod
     def of(
@@ -48,7 +49,16 @@ class Candidate:
     ) -> Candidate:
         start, end = validity_window(record)
         recency = (record.valid_from or record.event_time or record.created_at).timestamp()
-        return cls(record, superseded_at, invalidated_at, record.fingerprint(), start, end, recency)
+        return cls(
+            record,
+            superseded_at,
+            invalidated_at,
+            record.fingerprint(),
+            start,
+            end,
+            recency,
+            record.sensitivity.rank,
+        )
 
 
 def validity_window(record: MemoryRecord) -> tuple[datetime | None, datetime | None]:
@@ -88,7 +98,7 @@ def drop_reason(candidate: Candidate, ctx: ReadContext, in_scope: bool) -> DropR
         return DropReason.INVALIDATED
     if not in_scope:
         return DropReason.SCOPE_MISMATCH
-    if record.sensitivity.rank > ctx.clearance.rank:
+    if candidate.sensitivity_rank > ctx.clearance.rank:
         return DropReason.INSUFFICIENT_CLEARANCE
     if record.kind is Kind.PROCEDURAL:
         if not record.succeeded:

@@ -46,7 +46,7 @@ def build_receipt(
         "decisions_digest": sha256(
             canonical_json(
                 sorted(
-                    [record_id, selected, None if reason is None else reason.value, score]
+                    [record_id, selected, reason, score]  # a DropReason is a str: JSON writes its value
                     for record_id, selected, reason, score in decisions
                 )
             )
