@@ -15,18 +15,26 @@ def test_there_are_notebooks() -> None:
     assert NOTEBOOKS
 
 
+def _execute(path: Path, workdir: Path) -> nbformat.NotebookNode:
+    notebook = nbformat.read(path, as_version=4)
+    client = NotebookClient(
+        notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(workdir)}}
+    )
+    client.execute()
+    return notebook
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_executes(path: Path, tmp_path: Path) -> None:
-    notebook = nbformat.read(path, as_version=4)
-    NotebookClient(
-        notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
-    ).execute()
-    images = [
-        output
-        for cell in notebook.cells
-        if cell.cell_type == "code"
-        for output in cell.get("outputs", [])
-        if "image/png" in output.get("data", {})
-    ] + list(tmp_path.glob("*.png"))
-    assert images, "the notebook drew no picture"
+    notebook = _execute(path, tmp_path)
+    errors = [o for c in notebook.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert errors == []
+
+
+@pytest.mark.slow
+def test_lineage_notebook_draws_lineage_before_and_after_erasure(tmp_path: Path) -> None:
+    _execute(Path(__file__).parent.parent / "notebooks" / "lineage_and_forgetting.ipynb", tmp_path)
+    pictures = sorted(p.name for p in tmp_path.glob("*.png"))
+    assert pictures == ["lineage-after.png", "lineage-before.png"]
+    assert all((tmp_path / p).stat().st_size > 5_000 for p in pictures)
