@@ -129,9 +129,10 @@ class WriteGateOps(StoreCore):
             for r in self.backend.by_content_hash(tenant, record.content_hash)
             if (r.scope, r.kind) == (record.scope, record.kind)
         ]
-        duplicate = find_duplicate(record, same_content) or next(
-            (r for r in same_content if r.id == record.id and r.status in _LIVE), None
-        )
+        taken = self.backend.get(tenant, record.id)
+        # Another writer may have created this deterministic id since the hash lookup.
+        live_twin = taken if taken is not None and taken.status in _LIVE else None
+        duplicate = find_duplicate(record, same_content) or live_twin
         if duplicate is not None:
             known = {s.id for s in duplicate.sources}
             merged = duplicate.model_copy(
@@ -155,7 +156,6 @@ class WriteGateOps(StoreCore):
             )
             self.backend.apply([proposed, PutRecord(record=merged, replace=True), audit])
             return outcome
-        taken = self.backend.get(tenant, record.id)
         if taken is not None:
             # The deterministic id belongs to a forgotten record: this is a new memory.
             record = record.model_copy(update={"id": f"{record.id[:40]}-{decision.proposal_id[-12:]}"})
