@@ -33,6 +33,7 @@ from graphmem.model import (
     Outcome,
     ReadContext,
     Selection,
+    Source,
     Status,
     Tombstone,
 )
@@ -227,10 +228,21 @@ class LineageOps(StoreCore):
             LineageNode(id=m.id, type="memory", kind=m.kind.value, status=m.status.value, label=_label(m))
             for m in memories
         ]
-        nodes += [
-            LineageNode(id=s.id, type="source", kind=s.type, status=s.status, label=s.locator or "")
-            for s in sources
-        ]
+        # A source's state is what the records citing it say (the copies forget updates),
+        # read in id order so every backend reports the same.
+        copies: dict[str, list[Source]] = {}
+        for m in sorted(memories, key=lambda r: r.id):
+            for cited in m.sources:
+                copies.setdefault(cited.id, []).append(cited)
+        for s in sources:
+            seen = copies.get(s.id, [s])
+            statuses = {c.status for c in seen}
+            status = "erased" if "erased" in statuses else "revoked" if "revoked" in statuses else "active"
+            nodes.append(
+                LineageNode(
+                    id=s.id, type="source", kind=seen[0].type, status=status, label=seen[0].locator or ""
+                )
+            )
         return Lineage(
             root=record_id,
             nodes=tuple(nodes),
