@@ -27,11 +27,13 @@ _STATUS_REASONS = {
 class Candidate:
     """A record plus what the graph says about it, independent of who asks.
 
-        ``superseded_at`` / ``invalidated_at`` are the earliest times a
-        ``SUPERSEDES`` / ``INVALIDATED_BY`` edge took effect. ``start``/``end`` are
-        the record's validity window (see ``validity_window``); ``recency`` (valid
-    from, else event time, else creation, as a timestamp) breaks ranking ties. Backends may cache
-        candidates until the record or its edges change.
+    ``superseded_at`` / ``invalidated_at`` are the earliest times a
+    ``SUPERSEDES`` / ``INVALIDATED_BY`` edge took effect; ``start``/``end`` are
+    the validity window (see ``validity_window``); ``recency`` (valid from,
+    else event time, else creation, as a timestamp) breaks ranking ties. The
+    gate's inputs are copied into the candidate's own slots so that checking a
+    thousand candidates touches a thousand small objects, not every record's
+    dictionary. Backends may cache candidates until the record or its edges change.
     """
 
     record: MemoryRecord
@@ -42,6 +44,13 @@ class Candidate:
     end: datetime | None
     recency: float
     sensitivity_rank: int
+    id: str
+    kind: Kind
+    tenant: str
+    policy: str
+    status: Status
+    succeeded: bool
+    preconditions: frozenset[str]
 
     @classmethod
     def of(
@@ -58,6 +67,13 @@ class Candidate:
             end,
             recency,
             record.sensitivity.rank,
+            record.id,
+            record.kind,
+            record.tenant,
+            record.policy,
+            record.status,
+            record.succeeded,
+            frozenset(record.preconditions),
         )
 
 
@@ -78,16 +94,15 @@ def drop_reason(candidate: Candidate, ctx: ReadContext, in_scope: bool) -> DropR
     context's scopes (a traversal the backend made). ``selection_limit`` and
     ``below_min_score`` are decided after ranking, not here.
     """
-    record = candidate.record
     now = ctx.now
-    if record.kind not in ctx.kinds:
+    if candidate.kind not in ctx.kinds:
         return DropReason.KIND_NOT_REQUESTED
-    if record.tenant != ctx.tenant:
+    if candidate.tenant != ctx.tenant:
         return DropReason.WRONG_TENANT
-    if record.policy != ctx.policy:
+    if candidate.policy != ctx.policy:
         return DropReason.POLICY_MISMATCH
-    if record.status is not Status.ACTIVE:
-        return _STATUS_REASONS[record.status]
+    if candidate.status is not Status.ACTIVE:
+        return _STATUS_REASONS[candidate.status]
     if candidate.start is not None and now < candidate.start:
         return DropReason.NOT_YET_VALID
     if candidate.end is not None and now >= candidate.end:
@@ -100,10 +115,10 @@ def drop_reason(candidate: Candidate, ctx: ReadContext, in_scope: bool) -> DropR
         return DropReason.SCOPE_MISMATCH
     if candidate.sensitivity_rank > ctx.clearance.rank:
         return DropReason.INSUFFICIENT_CLEARANCE
-    if record.kind is Kind.PROCEDURAL:
-        if not record.succeeded:
+    if candidate.kind is Kind.PROCEDURAL:
+        if not candidate.succeeded:
             return DropReason.OUTCOME_INELIGIBLE
-        if not set(record.preconditions) <= set(ctx.environment):
+        if not candidate.preconditions.issubset(ctx.environment):
             return DropReason.PRECONDITION_UNMET
     return None
 
@@ -127,8 +142,8 @@ def run_gate(candidates: list[tuple[Candidate, bool]], ctx: ReadContext) -> Gate
     survivors: list[tuple[str, str, float, tuple[float, ...] | None]] = []
     for cand, in_scope in candidates:
         reason = drop_reason(cand, ctx, in_scope)
-        record = cand.record
-        verdicts.append((record.id, cand.fingerprint, reason))
+        verdicts.append((cand.id, cand.fingerprint, reason))
         if reason is None:
-            survivors.append((record.id, record.content, cand.recency, record.embedding))
+            record = cand.record
+            survivors.append((cand.id, record.content, cand.recency, record.embedding))
     return GateResult(verdicts, survivors)
