@@ -37,6 +37,10 @@ __all__ = ["WriteGateOps"]
 _LIVE = (Status.ACTIVE, Status.PENDING_APPROVAL, Status.CONTESTED)
 
 
+def _subject_tags(record: MemoryRecord) -> list[str]:
+    return [t for t in record.tags if t.startswith("subject:")]
+
+
 class WriteGateOps(StoreCore):
     """Mixed into ``MemoryStore``: proposals, approvals, conflicts, policy versions."""
 
@@ -160,8 +164,7 @@ class WriteGateOps(StoreCore):
             # The deterministic id belongs to a forgotten record: this is a new memory.
             record = record.model_copy(update={"id": f"{record.id[:40]}-{decision.proposal_id[-12:]}"})
             decision = decision.model_copy(update={"record_id": record.id})
-        subject_tags = [t for t in record.tags if t.startswith("subject:")]
-        rivals = find_conflicts(record, [r for t in subject_tags for r in self.backend.with_tag(tenant, t)])
+        rivals = self._rivals(record)
         ops: list[Op] = [proposed]
         if rivals:
             record = record.model_copy(update={"status": Status.CONTESTED})
@@ -200,6 +203,11 @@ class WriteGateOps(StoreCore):
         self._write_new([record], extra=ops, action=None)
         return decision
 
+    def _rivals(self, record: MemoryRecord) -> list[MemoryRecord]:
+        """Live records making a different claim on one of ``record``'s subjects."""
+        tagged = [r for t in _subject_tags(record) for r in self.backend.with_tag(record.tenant, t)]
+        return find_conflicts(record, tagged)
+
     # -- approvals --------------------------------------------------------
 
     def approvals(self, tenant: str) -> list[MemoryRecord]:
@@ -222,10 +230,7 @@ class WriteGateOps(StoreCore):
     def approve(self, tenant: str, proposal_id: str, approver: str) -> MemoryRecord:
         """Make a pending proposal's record active (contested if it now conflicts), citing the approval."""
         record = approved_record(self._pending(tenant, proposal_id), approver, at=self.clock())
-        subject_tags = [t for t in record.tags if t.startswith("subject:")]
-        rivals = find_conflicts(
-            record, [r for t in subject_tags for r in self.backend.with_tag(record.tenant, t)]
-        )
+        rivals = self._rivals(record)
         ops: list[Op] = []
         if rivals:
             record = record.model_copy(update={"status": Status.CONTESTED})
@@ -282,9 +287,8 @@ class WriteGateOps(StoreCore):
         record = self.backend.get(tenant, record_id)
         if winner is None or record is None:
             raise NotFound(f"no record {(winner_id if winner is None else record_id)!r} in tenant {tenant!r}")
-        subject_tags = [t for t in winner.tags if t.startswith("subject:")]
         losers = {record.id: record} if record.id != winner.id else {}
-        for tag in subject_tags:
+        for tag in _subject_tags(winner):
             losers.update(
                 {r.id: r for r in self.backend.with_tag(tenant, tag) if r.status is Status.CONTESTED}
             )

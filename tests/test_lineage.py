@@ -268,3 +268,9 @@ def test_precedents_follow_related_scopes(store: MemoryStore, tenant: str) -> No
     assert set(near.ids) == {"inc-m", "inc-b"}
     with pytest.raises(ContractViolation):
         store.precedents(ctx, "merchant:m", via=["uses; DROP"], hops=2)
+
+
+def test_all_records_come_back_in_id_order_on_every_backend(store: MemoryStore, tenant: str) -> None:
+    store.add_many([_episode(tenant, rid, f"episode {rid}", 1) for rid in ("ep-c", "ep-a", "ep-b")])
+    store.add(_episode(f"{tenant}-other", "ep-0", "another tenant's episode", 1))
+    assert [r.id for r in store.backend.all_records(tenant)] == ["ep-a", "ep-b", "ep-c"]

@@ -418,11 +418,8 @@ class EmbeddedBackend:
         )
 
     def all_records(self, tenant: str) -> list[MemoryRecord]:
-        return [
-            data["record"]
-            for node, data in self.graph.nodes(data=True)
-            if node[0] == "m" and node[1] == tenant and "record" in data
-        ]
+        # By id, like the Neo4j backend; only this tenant's scope groups are visited.
+        return sorted(self._records(tenant), key=lambda r: r.id)
 
     def audit(self, tenant: str, record_id: str | None, since: datetime | None) -> list[AuditEvent]:
         events = [
