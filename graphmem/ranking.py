@@ -7,13 +7,24 @@ query give the same scores in any order, on any backend.
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
-__all__ = ["SELECTOR_VERSION", "Document", "cosine", "forget_cached_terms", "rank", "term_counts", "tokenize"]
+__all__ = [
+    "SELECTOR_VERSION",
+    "Document",
+    "Prepared",
+    "cosine",
+    "forget_cached_terms",
+    "rank",
+    "rank_prepared",
+    "term_counts",
+    "tokenize",
+]
 
 SELECTOR_VERSION = "graphmem-gate-bm25-cosine/2"
 
@@ -103,3 +114,63 @@ def rank(
         keyed.append((-round(score, _DIGITS), -recency, rid))
     keyed.sort()
     return [(rid, -neg_score) for neg_score, _, rid in keyed]
+
+
+class Prepared:
+    """Survivors prepared once for many queries: term counts and the zero-score order.
+
+    ``rank_prepared`` over a list of these gives exactly what ``rank`` gives
+    over their documents concatenated, without re-tokenising or re-sorting
+    documents that match no query term.
+    """
+
+    __slots__ = ("by_recency", "counts", "docs", "has_embeddings", "lengths", "total_len")
+
+    def __init__(self, docs: Sequence[Document]) -> None:
+        self.docs = list(docs)
+        terms = [_terms(content) for _, content, _, _ in self.docs]
+        self.counts = [counts for counts, _ in terms]
+        self.lengths = [length for _, length in terms]
+        self.total_len = sum(self.lengths)
+        self.has_embeddings = any(embedding is not None for *_, embedding in self.docs)
+        # The order of documents that score zero: newer first, then id.
+        self.by_recency = sorted((-recency, rid, i) for i, (rid, _, recency, _) in enumerate(self.docs))
+
+
+def rank_prepared(
+    parts: Sequence[Prepared], query: str, query_embedding: Sequence[float] | None = None
+) -> list[tuple[str, float]]:
+    """``rank`` over the documents of ``parts``, touching only those that match a query term."""
+    if query_embedding is not None and any(p.has_embeddings for p in parts):
+        return rank([doc for p in parts for doc in p.docs], query, query_embedding)
+    terms = list(dict.fromkeys(tokenize(query)))
+    n = sum(len(p.docs) for p in parts)
+    positive: list[tuple[float, float, str]] = []
+    matched: set[tuple[int, int]] = set()
+    if terms and n:
+        avg_len = sum(p.total_len for p in parts) / n or 1.0
+        hits = {
+            t: [(j, i, c[t]) for j, p in enumerate(parts) for i, c in enumerate(p.counts) if t in c]
+            for t in terms
+        }
+        idf = {t: math.log(1.0 + (n - len(hits[t]) + 0.5) / (len(hits[t]) + 0.5)) for t in terms}
+        best = sum(idf.values()) * (_K1 + 1.0)
+        raw: dict[tuple[int, int], float] = {}
+        for t in terms:  # in query-term order, as ``rank`` adds them
+            for j, i, tf in hits[t]:
+                norm = _K1 * (1.0 - _B + _B * parts[j].lengths[i] / avg_len)
+                raw[j, i] = raw.get((j, i), 0.0) + idf[t] * tf * (_K1 + 1.0) / (tf + norm)
+        for (j, i), lexical in raw.items():
+            rounded = round(lexical / best, _DIGITS)
+            if rounded > 0.0:
+                rid, _, recency, _ = parts[j].docs[i]
+                positive.append((-rounded, -recency, rid))
+                matched.add((j, i))
+    positive.sort()
+    out = [(rid, -neg_score) for neg_score, _, rid in positive]
+    if len(parts) == 1:
+        out.extend((rid, 0.0) for _, rid, i in parts[0].by_recency if (0, i) not in matched)
+    else:
+        tagged = ([(r, rid, (j, i)) for r, rid, i in p.by_recency] for j, p in enumerate(parts))
+        out.extend((rid, 0.0) for _, rid, key in heapq.merge(*tagged) if key not in matched)
+    return out

@@ -8,7 +8,15 @@ from typing import Any
 from graphmem.model import DropReason, ReadContext, Receipt
 from graphmem.model.canonical import canonical_json, sha256
 
-__all__ = ["build_receipt", "receipt_is_consistent"]
+__all__ = [
+    "build_receipt",
+    "candidates_digest",
+    "decision_fragment",
+    "decisions_digest",
+    "digest_of_fragments",
+    "json_string",
+    "receipt_is_consistent",
+]
 
 
 def _context_digest(ctx: ReadContext, query: str, query_embedding: Sequence[float] | None) -> str:
@@ -22,35 +30,59 @@ def _top_digest(parts: dict[str, Any]) -> str:
     return sha256(canonical_json(parts))
 
 
+def candidates_digest(candidates: Iterable[tuple[str, str]]) -> str:
+    """Digest of the candidate set: (record id, fingerprint) pairs in any order."""
+    return sha256(canonical_json(sorted(candidates)))
+
+
+def decisions_digest(decisions: Iterable[tuple[str, bool, DropReason | None, float | None]]) -> str:
+    """Digest of every decision: (record id, selected, reason, score) tuples in any order."""
+    rows = sorted(
+        [record_id, selected, reason, score]  # a DropReason is a str: JSON writes its value
+        for record_id, selected, reason, score in decisions
+    )
+    return sha256(canonical_json(rows))
+
+
+def json_string(text: str) -> str:
+    """``text`` as canonical JSON writes it."""
+    return canonical_json(text)
+
+
+def decision_fragment(id_json: str, selected: bool, reason: DropReason | None, score: float | None) -> str:
+    """One decision's canonical JSON, given its id already as JSON (``json_string``).
+
+    Joining fragments in id order (``digest_of_fragments``) gives exactly
+    ``decisions_digest``; JSON writes floats as ``repr`` does.
+    """
+    reason_json = "null" if reason is None else f'"{reason.value}"'
+    score_json = "null" if score is None else repr(float(score))
+    return f"[{id_json},{'true' if selected else 'false'},{reason_json},{score_json}]"
+
+
+def digest_of_fragments(fragments: Iterable[str]) -> str:
+    """SHA-256 of a JSON array whose canonical elements are given in order."""
+    return sha256("[" + ",".join(fragments) + "]")
+
+
 def build_receipt(
     ctx: ReadContext,
     query: str,
     query_embedding: Sequence[float] | None,
-    candidates: Iterable[tuple[str, str]],
-    decisions: Iterable[tuple[str, bool, DropReason | None, float | None]],
+    candidates: str,
+    decisions: str,
     selected_ids: Sequence[str],
     selector_version: str,
 ) -> Receipt:
-    """Digest a recall.
-
-    ``candidates`` are (record id, fingerprint) pairs and ``decisions`` are
-    (record id, selected, reason, score) tuples, each in any order.
-    """
+    """Assemble a recall's receipt from the digests of its candidates and decisions."""
     parts: dict[str, Any] = {
         "selector_version": selector_version,
         "query": query,
         "query_embedding": None if query_embedding is None else list(query_embedding),
         "context_digest": _context_digest(ctx, query, query_embedding),
-        "candidates_digest": sha256(canonical_json(sorted(candidates))),
+        "candidates_digest": candidates,
         "selection_digest": sha256(canonical_json(list(selected_ids))),
-        "decisions_digest": sha256(
-            canonical_json(
-                sorted(
-                    [record_id, selected, reason, score]  # a DropReason is a str: JSON writes its value
-                    for record_id, selected, reason, score in decisions
-                )
-            )
-        ),
+        "decisions_digest": decisions,
         "selected_ids": list(selected_ids),
     }
     return Receipt(**parts, digest=_top_digest(parts))

@@ -25,6 +25,7 @@ from graphmem.backends.base import (
 )
 from graphmem.contracts import check_record
 from graphmem.errors import ConflictError, ContractViolation, LineageError, NotFound
+from graphmem.gated import as_gated
 from graphmem.lineage_ops import LineageOps
 from graphmem.model import (
     AuditEvent,
@@ -38,7 +39,7 @@ from graphmem.model import (
     WritePolicy,
     utcnow,
 )
-from graphmem.ranking import SELECTOR_VERSION, rank
+from graphmem.ranking import SELECTOR_VERSION
 from graphmem.receipts import build_receipt, receipt_is_consistent
 from graphmem.write_ops import WriteGateOps
 
@@ -300,13 +301,11 @@ class MemoryStore(LineageOps, WriteGateOps):
     ) -> Selection:
         if not isinstance(ctx, ReadContext):
             raise ContractViolation("recall() needs a ReadContext", code="not_a_context")
-        gated = self.backend.gate(ctx)
-        verdicts: dict[str, tuple[str, bool, DropReason | None, float | None]] = {
-            rid: (rid, False, reason, None) for rid, _, reason in gated.verdicts if reason is not None
-        }
+        gated = as_gated(self.backend.gate(ctx))
+        ranked = gated.ranked(query, query_embedding)
+        outcomes: dict[str, tuple[bool, DropReason | None, float]] = {}
         selected_ids: list[str] = []
-        ranked_ids: list[str] = []
-        for rid, score in rank(gated.survivors, query, query_embedding):
+        for rid, score in ranked:
             if score < ctx.min_score:
                 reason: DropReason | None = DropReason.BELOW_MIN_SCORE
             elif len(selected_ids) >= ctx.limit:
@@ -314,24 +313,34 @@ class MemoryStore(LineageOps, WriteGateOps):
             else:
                 reason = None
                 selected_ids.append(rid)
-            verdicts[rid] = (rid, reason is None, reason, score)
-            ranked_ids.append(rid)
+            outcomes[rid] = (reason is None, reason, score)
         receipt = build_receipt(
             ctx,
             query,
             query_embedding,
-            ((rid, fp) for rid, fp, _ in gated.verdicts),
-            verdicts.values(),
+            gated.candidates_digest(),
+            gated.decisions_digest(outcomes),
             selected_ids,
             SELECTOR_VERSION,
         )
-        shown = (
-            ranked_ids + sorted(i for i, v in verdicts.items() if v[3] is None) if explain else selected_ids
-        )
-        decisions = tuple(
-            Decision.model_construct(record_id=i, selected=v[1], reason=v[2], score=v[3])
-            for i, v in ((i, verdicts[i]) for i in shown)
-        )
+        if explain:
+            decisions = tuple(
+                [
+                    *(
+                        Decision.model_construct(record_id=i, selected=s, reason=r, score=v)
+                        for i, (s, r, v) in outcomes.items()
+                    ),
+                    *(
+                        Decision.model_construct(record_id=i, selected=False, reason=r, score=None)
+                        for i, r in gated.dropped()
+                    ),
+                ]
+            )
+        else:
+            decisions = tuple(
+                Decision.model_construct(record_id=i, selected=True, reason=None, score=outcomes[i][2])
+                for i in selected_ids
+            )
         records = tuple(self.backend.get_many(ctx.tenant, selected_ids))
         return Selection(records=records, decisions=decisions, receipt=receipt)
 

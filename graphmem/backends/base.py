@@ -15,6 +15,7 @@ from typing import Annotated, Literal, Protocol, Union
 from pydantic import Field
 
 from graphmem.gate import GateResult
+from graphmem.gated import Gated
 from graphmem.model import (
     AuditEvent,
     DropReason,
@@ -141,7 +142,7 @@ class Backend(Protocol):
 
     def source_exists(self, tenant: str, source_id: str) -> bool: ...
 
-    def gate(self, ctx: ReadContext) -> GateResult:
+    def gate(self, ctx: ReadContext) -> GateResult | Gated:
         """Gate every candidate of ``ctx``: the tenant's records whose scope lies in the context's closure.
 
         The closure is the context's scopes and run plus every scope they are

@@ -30,7 +30,8 @@ from graphmem.backends.base import (
 )
 from graphmem.backends.journal import Journal
 from graphmem.errors import ConflictError
-from graphmem.gate import Candidate, GateResult, drop_reason, run_gate
+from graphmem.gate import Candidate, drop_reason
+from graphmem.gated import ScopeGroup, ViewGate
 from graphmem.model import AuditEvent, DropReason, MemoryRecord, ReadContext, Source, Status, scope_type
 
 __all__ = ["EmbeddedBackend"]
@@ -66,7 +67,7 @@ class EmbeddedBackend:
         self._superseded_at: dict[Node, datetime] = {}
         self._invalidated_at: dict[Node, datetime] = {}
         # Gate facts per record, grouped by the scope the record applies to.
-        self._by_scope: dict[Node, dict[Node, Candidate]] = {}
+        self._by_scope: dict[Node, ScopeGroup] = {}
         # Records by (tenant, normalised content hash), for deduplication.
         self._by_hash: dict[tuple[str, str], set[Node]] = {}
         self._journal: Journal | None = None
@@ -145,8 +146,9 @@ class EmbeddedBackend:
         data = self.graph.nodes[node]
         if "record" in data:
             record: MemoryRecord = data["record"]
-            self._by_scope.setdefault(_scope(record.tenant, record.scope), {})[node] = Candidate.of(
-                record, self._superseded_at.get(node), self._invalidated_at.get(node)
+            group = self._by_scope.setdefault(_scope(record.tenant, record.scope), ScopeGroup())
+            group.put(
+                node, Candidate.of(record, self._superseded_at.get(node), self._invalidated_at.get(node))
             )
 
     def _put_record(self, record: MemoryRecord) -> None:
@@ -156,7 +158,7 @@ class EmbeddedBackend:
             if old.scope != record.scope:
                 old_scope = _scope(record.tenant, old.scope)
                 self.graph.remove_edge(node, old_scope, key="APPLIES_TO")
-                self._by_scope[old_scope].pop(node, None)
+                self._by_scope[old_scope].pop(node)
             self._by_hash.get((old.tenant, old.content_hash), set()).discard(node)
         self._node(node)
         self.graph.nodes[node]["record"] = record
@@ -257,18 +259,25 @@ class EmbeddedBackend:
             group = self._by_scope.get(_scope(ctx.tenant, scope))
             if group:
                 in_scope = scope in matching
-                out.extend((c, in_scope) for c in group.values())
+                out.extend((c, in_scope) for c in group.members.values())
         return out
 
-    def gate(self, ctx: ReadContext) -> GateResult:
-        return run_gate(self.candidates(ctx), ctx)
+    def gate(self, ctx: ReadContext) -> ViewGate:
+        with self._lock:
+            reachable, matching = self._matching_scopes(ctx)
+            views = []
+            for scope in sorted(reachable):
+                group = self._by_scope.get(_scope(ctx.tenant, scope))
+                if group and group.members:
+                    views.append(group.view(ctx, scope in matching))
+            return ViewGate(views)
 
     def gate_one(self, ctx: ReadContext, record_id: str) -> tuple[str, DropReason | None] | None:
         record = self.get(ctx.tenant, record_id)
         if record is None:
             return None
         _, matching = self._matching_scopes(ctx)
-        cand = self._by_scope[_scope(ctx.tenant, record.scope)][_mem(ctx.tenant, record_id)]
+        cand = self._by_scope[_scope(ctx.tenant, record.scope)].members[_mem(ctx.tenant, record_id)]
         return cand.fingerprint, drop_reason(cand, ctx, record.scope in matching)
 
     def get_many(self, tenant: str, record_ids: Sequence[str]) -> list[MemoryRecord]:
@@ -276,7 +285,7 @@ class EmbeddedBackend:
 
     def _records(self, tenant: str) -> list[MemoryRecord]:
         groups = (g for (_, t, _), g in self._by_scope.items() if t == tenant)
-        return [c.record for group in groups for c in group.values()]
+        return [c.record for group in groups for c in group.members.values()]
 
     def records_with_status(self, tenant: str, statuses: Sequence[Status]) -> list[MemoryRecord]:
         wanted = set(statuses)
@@ -308,8 +317,9 @@ class EmbeddedBackend:
     def records_applying(self, tenant: str, scopes: Sequence[str]) -> list[MemoryRecord]:
         out: list[MemoryRecord] = []
         for scope in scopes:
-            group = self._by_scope.get(_scope(tenant, scope), {})
-            out.extend(c.record for c in group.values())
+            group = self._by_scope.get(_scope(tenant, scope))
+            if group is not None:
+                out.extend(c.record for c in group.members.values())
         return out
 
     def citing(self, tenant: str, source_id: str) -> list[MemoryRecord]:

@@ -1,0 +1,196 @@
+"""The embedded backend's cached gate views give exactly what the reference gate, ranking and digests give.
+
+``RowGate`` is the general form (the gate's rows ranked and hashed from
+scratch); ``ViewGate`` reuses each scope group's verdicts between writes and
+validity boundaries. Any difference would change receipts between backends.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from datetime import timedelta
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from graphmem import (
+    ForgetMode,
+    ForgetRequest,
+    Kind,
+    MemoryRecord,
+    MemoryStore,
+    Outcome,
+    ReadContext,
+    Source,
+    Status,
+)
+from graphmem.gate import Candidate, run_gate
+from graphmem.gated import RowGate, ScopeGroup, ViewGate
+from graphmem.model import DropReason
+from graphmem.model.canonical import canonical_json
+from graphmem.ranking import Prepared, rank, rank_prepared
+from graphmem.receipts import decision_fragment, json_string
+from tests.conftest import T0
+
+H = timedelta(hours=1)
+WORDS = ["gateway", "retry", "timeout", "refund", "ledger", "queue", "ünïcode", 'quote"d', "back\\slash"]
+
+texts = st.lists(st.sampled_from(WORDS), min_size=0, max_size=8).map(" ".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    docs=st.lists(st.tuples(texts, st.integers(0, 5)), min_size=0, max_size=30),
+    query=texts,
+    cuts=st.lists(st.integers(0, 30), max_size=3),
+)
+def test_rank_prepared_equals_rank_for_any_split(
+    docs: list[tuple[str, int]], query: str, cuts: list[int]
+) -> None:
+    documents = [(f"d{i:02d}", content, float(age), None) for i, (content, age) in enumerate(docs)]
+    bounds = sorted({0, len(documents), *(min(c, len(documents)) for c in cuts)})
+    parts = [Prepared(documents[a:b]) for a, b in itertools.pairwise(bounds)] or [Prepared([])]
+    assert rank_prepared(parts, query) == rank(documents, query)
+
+
+def test_rank_prepared_with_embeddings_blends_like_rank() -> None:
+    documents = [("a", "gateway retry", 1.0, (1.0, 0.0)), ("b", "gateway retry", 1.0, (0.0, 1.0))]
+    assert rank_prepared([Prepared(documents)], "gateway", (1.0, 0.0)) == rank(
+        documents, "gateway", (1.0, 0.0)
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    record_id=st.text(min_size=1, max_size=12),
+    selected=st.booleans(),
+    reason=st.none() | st.sampled_from(list(DropReason)),
+    score=st.none() | st.floats(min_value=0.0, max_value=1.0, allow_nan=False),
+)
+def test_decision_fragment_is_canonical_json(
+    record_id: str, selected: bool, reason: DropReason | None, score: float | None
+) -> None:
+    fragment = decision_fragment(json_string(record_id), selected, reason, score)
+    assert fragment == canonical_json([record_id, selected, reason, score])
+
+
+def _records(tenant: str, rng: random.Random, n: int) -> list[MemoryRecord]:
+    out = []
+    for i in range(n):
+        kind = rng.choice([Kind.SEMANTIC, Kind.EPISODIC, Kind.PROCEDURAL])
+        fields: dict[str, Any] = {
+            "id": f"r{i:03d}",
+            "tenant": tenant,
+            "kind": kind,
+            "scope": rng.choice(["case:a", "case:b", "workspace:w"]),
+            "content": " ".join(rng.choices(WORDS, k=rng.randint(1, 6))),
+            "created_at": T0 - 100 * H,
+            "sources": (Source(id=f"s{i}"),),
+            "status": rng.choice([Status.ACTIVE, Status.ACTIVE, Status.ACTIVE, Status.REVOKED]),
+        }
+        if kind is Kind.SEMANTIC:
+            fields["valid_from"] = T0 - rng.randint(-5, 50) * H
+            if rng.random() < 0.4:
+                fields["valid_to"] = fields["valid_from"] + rng.randint(1, 30) * H
+        elif kind is Kind.EPISODIC:
+            fields |= {"event_time": T0 - rng.randint(-5, 50) * H, "outcome": Outcome.UNKNOWN}
+        else:
+            fields |= {
+                "procedure_name": f"p{i}",
+                "procedure_version": "1",
+                "preconditions": tuple(rng.sample(["cap-a", "cap-b"], rng.randint(1, 2))),
+                "outcome": rng.choice([Outcome.VERIFIED_SUCCESS, Outcome.UNKNOWN]),
+            }
+        out.append(MemoryRecord(**fields))
+    return out
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000))
+def test_views_equal_the_reference_gate_at_every_now(seed: int) -> None:
+    """Cached views across many ``now`` values (crossing boundaries and not) match a fresh gate each time."""
+    rng = random.Random(seed)
+    store = MemoryStore.embedded(audit_recalls=False)
+    store.scope_within("t", "case:a", "workspace:w")
+    store.add_many(_records("t", rng, 40))
+    for _ in range(30):
+        ctx = ReadContext(
+            tenant="t",
+            scopes=(rng.choice(["case:a", "case:b", "workspace:w"]),),
+            now=T0 + rng.randint(-60, 10) * H + rng.randint(0, 59) * timedelta(minutes=1),
+            environment=tuple(rng.sample(["cap-a", "cap-b"], rng.randint(0, 2))),
+            limit=rng.randint(1, 5),
+        )
+        query = " ".join(rng.choices(WORDS, k=2))
+        view = store.backend.gate(ctx)
+        assert isinstance(view, ViewGate)
+        reference = run_gate(store.backend.candidates(ctx), ctx)
+        rows = RowGate(reference.verdicts, reference.survivors)
+        ranked = rows.ranked(query, None)
+        assert view.ranked(query, None) == ranked
+        assert sorted(view.survivors) == sorted(rows.survivors)
+        assert list(view.dropped()) == list(rows.dropped())
+        assert view.candidates_digest() == rows.candidates_digest()
+        outcomes = {
+            rid: (i < ctx.limit, None if i < ctx.limit else DropReason.SELECTION_LIMIT, s)
+            for i, (rid, s) in enumerate(ranked)
+        }
+        assert view.decisions_digest(outcomes) == rows.decisions_digest(outcomes)
+        if rng.random() < 0.3:  # writes between reads: the touched groups' views must not be reused
+            target = f"r{rng.randrange(40):03d}"
+            if rng.random() < 0.5:
+                store.invalidate("t", target, by="s0", reason="disproved", at=ctx.now - rng.randint(0, 3) * H)
+            else:
+                store.forget(
+                    ForgetRequest(
+                        tenant="t", target=target, mode=ForgetMode.REVOKE, reason="r", requested_by="u"
+                    )
+                )
+
+
+def test_a_write_to_a_group_drops_its_cached_views() -> None:
+    store = MemoryStore.embedded(audit_recalls=False)
+    ctx = ReadContext(tenant="t", scopes=("case:a",), now=T0)
+    first = MemoryRecord(
+        id="one",
+        tenant="t",
+        kind=Kind.EPISODIC,
+        scope="case:a",
+        content="gateway",
+        event_time=T0 - H,
+        outcome=Outcome.UNKNOWN,
+        sources=(Source(id="s"),),
+    )
+    store.add(first)
+    assert store.recall(ctx, "gateway").ids == ["one"]
+    store.add(first.model_copy(update={"id": "two", "event_time": T0 - 2 * H}))
+    assert store.recall(ctx, "gateway").ids == ["one", "two"]
+    store.invalidate("t", "one", by="s", reason="wrong", at=T0 - H / 2)
+    assert store.recall(ctx, "gateway").ids == ["two"]
+    store.forget(ForgetRequest(tenant="t", target="two", mode=ForgetMode.ERASE, reason="r", requested_by="u"))
+    assert store.recall(ctx, "gateway").ids == []
+
+
+def test_group_views_are_bounded() -> None:
+    group = ScopeGroup()
+    record = MemoryRecord(
+        id="one",
+        tenant="t",
+        kind=Kind.EPISODIC,
+        scope="case:a",
+        content="x",
+        event_time=T0,
+        outcome=Outcome.UNKNOWN,
+        sources=(Source(id="s"),),
+    )
+    group.put("one", Candidate.of(record, None, None))
+    views = {
+        id(group.view(ReadContext(tenant="t", scopes=("case:a",), now=T0, limit=n), True)) for n in (1, 2)
+    }
+    # the limit is not part of the gate: both reads share one view
+    assert len(views) == 1
+    for i in range(10):
+        group.view(ReadContext(tenant="t", scopes=("case:a",), now=T0, environment=(f"e{i}",)), True)
+    assert len(group._views) <= 4
