@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -386,110 +387,181 @@ def demo(as_json: bool) -> None:
     )
 
 
+def _workload_names(values: tuple[str, ...]) -> tuple[str, ...]:
+    from graphmem.bench import WORKLOADS
+
+    names = tuple(n.strip() for v in values for n in v.split(",") if n.strip())
+    unknown = sorted(set(names) - set(WORKLOADS))
+    if unknown:
+        raise click.BadParameter(
+            f"unknown {unknown}; choose from {', '.join(WORKLOADS)}", param_hint="--workloads"
+        )
+    return names or WORKLOADS
+
+
 @cli.command()
 @click.option("--backend", type=click.Choice(["embedded", "neo4j"]), default="embedded", show_default=True)
 @click.option(
     "--records",
     "sizes",
-    type=int,
+    type=click.IntRange(min=100),
     multiple=True,
-    default=[100_000],
-    show_default=True,
-    help="Store size(s) to measure; repeat the option for several.",
+    help="Store size(s) to measure, repeatable [default: 10000 and 100000; Neo4j also 1000000].",
 )
-@click.option("--in-scope", type=int, default=1000, show_default=True, help="Records in the caller's scope.")
-@click.option("--repeats", type=int, default=200, show_default=True, help="Timed recalls per size.")
+@click.option(
+    "--workloads",
+    "workload_values",
+    multiple=True,
+    help="Workloads to run, comma-separated or repeated [default: all of recall_selective, recall_broad, "
+    "explain, trace, forget, naive (Neo4j), langgraph (embedded)]. Ingest always runs.",
+)
+@click.option(
+    "--in-scope",
+    type=click.IntRange(min=1),
+    default=1000,
+    show_default=True,
+    help="Records in the selective caller's scope.",
+)
+@click.option(
+    "--repeats", type=click.IntRange(min=1), default=200, show_default=True, help="Timed calls per workload."
+)
+@click.option(
+    "--budget",
+    type=click.FloatRange(min=0),
+    default=20.0,
+    show_default=True,
+    help="Seconds of timed calls per workload after which it stops (with at least 20 samples).",
+)
+@click.option(
+    "--cascade",
+    "cascades",
+    type=click.IntRange(min=1),
+    multiple=True,
+    help="Dependents of one forgotten record, repeatable [default: 1, 100, 10000].",
+)
+@click.option("--forget-mode", type=click.Choice(["revoke", "erase"]), default="revoke", show_default=True)
 @click.option(
     "--naive-k",
-    type=int,
-    default=100,
-    show_default=True,
-    help="Neo4j: candidates the naive fulltext-top-k-then-filter baseline fetches.",
+    "naive_ks",
+    type=click.IntRange(min=1),
+    multiple=True,
+    help="Neo4j: k of the naive fulltext-top-k-then-filter baseline, tried in order until its recall "
+    "equals graphmem's, repeatable [default: 100, 1000, 10000].",
 )
 @click.option("--launch", is_flag=True, help="Neo4j: start a local Neo4j 5.26 (Java + Maven) for the run.")
-@click.option("--output", type=click.Path(dir_okay=False), help="Also write the results as JSON here.")
+@click.option("--output", type=click.Path(dir_okay=False), help="Write the results as JSON here.")
+@click.option(
+    "--plot", "plot_path", type=click.Path(dir_okay=False), help="Write a PNG plot here (matplotlib)."
+)
+@click.option(
+    "--markdown", "markdown_path", type=click.Path(dir_okay=False), help="Write the tables as Markdown here."
+)
+@click.option(
+    "--include",
+    "includes",
+    type=click.Path(exists=True, dir_okay=False),
+    multiple=True,
+    help="Results JSON of an earlier run whose rows join this run's tables, output and plot.",
+)
 @click.pass_context
 def bench(
     ctx: click.Context,
     backend: str,
     sizes: tuple[int, ...],
+    workload_values: tuple[str, ...],
     in_scope: int,
     repeats: int,
-    naive_k: int,
+    budget: float,
+    cascades: tuple[int, ...],
+    forget_mode: str,
+    naive_ks: tuple[int, ...],
     launch: bool,
     output: str | None,
+    plot_path: str | None,
+    markdown_path: str | None,
+    includes: tuple[str, ...],
 ) -> None:
-    """Measure recall latency (p50/p95/p99), ingest rate and exactness against a brute-force oracle."""
+    """Latency p50/p95/p99 and throughput of recall, explain, trace, forget and ingest, checked
+    against a brute-force oracle and compared with the naive and LangGraph baselines (docs/bench.md)."""
+    import dataclasses
     import functools
-    import uuid
+    from pathlib import Path
 
     from rich.progress import Progress
 
-    from graphmem.bench import recall_workload
+    from graphmem.bench import BenchConfig, run_bench, tables, to_markdown
 
+    workloads = _workload_names(workload_values)
+    if not sizes:
+        sizes = (10_000, 100_000) if backend == "embedded" else (10_000, 100_000, 1_000_000)
+    base = BenchConfig(
+        in_scope=in_scope, repeats=repeats, budget_s=budget, forget_mode=ForgetMode(forget_mode)
+    )
+    if cascades:
+        base = dataclasses.replace(base, cascades=cascades)
+    if naive_ks:
+        base = dataclasses.replace(base, naive_ks=naive_ks)
+    included: list[dict[str, Any]] = []
+    for path in includes:
+        included += json.loads(Path(path).read_text(encoding="utf-8"))["rows"]
+    root = ctx.find_root()
     server = None
-    results = []
+    doc: dict[str, Any] = {}
+    rows: list[dict[str, Any]] = []
     try:
         if backend == "neo4j" and launch:
             from graphmem.testing.neo4j_server import LocalNeo4j
 
             server = LocalNeo4j().start()
-            ctx.find_root().obj = {"uri": server.uri, "auth": server.auth}
-        elif backend == "neo4j" and not str((ctx.find_root().obj or {}).get("uri", "")).startswith(
-            ("bolt", "neo4j")
-        ):
+            root.obj = {"uri": server.uri, "auth": server.auth}
+        elif backend == "neo4j" and not str((root.obj or {}).get("uri", "")).startswith(("bolt", "neo4j")):
             raise click.UsageError("--backend neo4j needs --store bolt://… or neo4j://…, or --launch")
-        for size in sizes:
-            store = MemoryStore.embedded() if backend == "embedded" else _open(ctx.find_root())
-            with store, Progress() as progress:
-                store.setup()
-                task = progress.add_task(f"{backend}: loading {size:,} records", total=size)
-                result = recall_workload(
-                    store,
-                    f"bench-{uuid.uuid4().hex[:8]}",
-                    size,
-                    in_scope=in_scope,
-                    repeats=repeats,
-                    naive_k=naive_k if backend == "neo4j" else None,
-                    progress=functools.partial(progress.advance, task),
-                )
-            result["backend"] = backend
-            results.append(result)
+        opener = MemoryStore.embedded if backend == "embedded" else functools.partial(_open, root)
+        with Progress(console=Console(stderr=True), transient=True) as progress:
+            shown: list[Any] = []
+            for size in sizes:
+
+                def bar(description: str, total: int, size: int = size) -> Callable[[int], None]:
+                    for task in shown:
+                        progress.remove_task(task)
+                    shown[:] = [progress.add_task(f"{backend} {size:,}: {description}", total=total)]
+                    return functools.partial(progress.advance, shown[0])
+
+                cfg = dataclasses.replace(base, progress=bar)
+                doc = run_bench(opener, backend, [size], cfg, workloads)
+                rows += doc["rows"]
     finally:
         if server is not None:
             server.stop()
-    table = Table(title="graphmem bench: recall", title_justify="left")
-    for column in (
-        "backend",
-        "records",
-        "in scope",
-        "ingest/s",
-        "p50 ms",
-        "p95 ms",
-        "p99 ms",
-        "= oracle",
-        "naive p95 ms",
-        "naive recall",
-    ):
-        table.add_column(column, justify="right")
-    for r in results:
-        naive = r.get("naive")
-        table.add_row(
-            r["backend"],
-            f"{r['records']:,}",
-            str(r["in_scope"]),
-            f"{r['ingest_records_per_s']:,}",
-            str(r["recall"]["p50_ms"]),
-            str(r["recall"]["p95_ms"]),
-            str(r["recall"]["p99_ms"]),
-            "yes" if r["recall_equals_oracle"] else "[red]NO[/red]",
-            str(naive["latency"]["p95_ms"]) if naive else "",
-            str(naive["recall_vs_oracle"]) if naive else "",
+    doc["rows"] = included + rows
+    if includes:
+        doc["included"] = list(includes)
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=160)
+    for workload, cells in tables(doc["rows"]).items():
+        targets = sorted({row[8] for row in cells if row[8]})
+        table = Table(
+            title=f"graphmem bench: {workload}",
+            title_justify="left",
+            caption=f"target: {'; '.join(targets)}" if targets else None,
+            caption_justify="left",
         )
-    Console().print(table)
+        for column in ("backend", "records", "n", "p50 ms", "p95 ms", "p99 ms", "per s"):
+            table.add_column(column, justify="right")
+        table.add_column("checks", ratio=1)
+        table.add_column("met")
+        for row in cells:
+            table.add_row(*row[:8], "[red]NO[/red]" if row[9] == "NO" else row[9])
+        console.print(table)
     if output:
-        with open(output, "w", encoding="utf-8") as out:
-            json.dump(results, out, indent=2)
+        Path(output).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    if markdown_path:
+        Path(markdown_path).write_text(to_markdown(doc["rows"]), encoding="utf-8")
+    if plot_path:
+        from graphmem.bench.plot import plot
+
+        plot(doc["rows"], plot_path)
 
 
 @cli.command("eval")

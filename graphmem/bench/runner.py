@@ -1,0 +1,240 @@
+"""Run the benchmark workloads for each store size, attach the issue's targets, render tables."""
+
+from __future__ import annotations
+
+import os
+import platform
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict
+from datetime import UTC, datetime
+from typing import Any
+
+from graphmem import __version__
+from graphmem.bench.workloads import (
+    BenchConfig,
+    explain_workload,
+    forget_workload,
+    ingest_row,
+    load_main,
+    naive_workload,
+    recall_broad,
+    recall_selective,
+    trace_workload,
+)
+from graphmem.store import MemoryStore
+
+__all__ = ["WORKLOADS", "attach_target", "run_bench", "run_size", "tables", "to_markdown"]
+
+WORKLOADS = ("recall_selective", "recall_broad", "explain", "trace", "forget", "naive", "langgraph")
+"""What ``--workloads`` chooses from. Ingest (loading the recall tenant) always runs; ``naive``
+needs Neo4j and ``langgraph`` the embedded backend: each is skipped on the other backend."""
+
+ONLY_ON = {"naive": "neo4j", "langgraph": "embedded"}
+
+
+def _p95(row: dict[str, Any]) -> float:
+    return float(row["latency"]["p95_ms"])
+
+
+def attach_target(row: dict[str, Any]) -> None:
+    """Set ``target`` (text, or None where the issue names none) and ``met`` (bool or None).
+
+    The issue names recall bounds at 1M (Neo4j) and 100k (embedded) records;
+    smaller stores are held to the same bound, and broad recall to the same
+    bound as selective.
+    """
+    workload, backend = row["workload"], row["backend"]
+    target: str | None = None
+    met: bool | None = None
+    if workload in {"recall_selective", "recall_broad"}:
+        bound = 15.0 if backend == "neo4j" else 5.0
+        target = f"p95 ≤ {bound:g} ms, equal to the oracle"
+        met = _p95(row) <= bound and row["recall_equals_oracle"]
+    elif workload == "naive_topk_filter" and row["compared"]:
+        target = "graphmem p95 ≥ 10x faster at equal recall"
+        met = row["speedup_p95"] >= 10 and row["graphmem_recall_vs_oracle"] == 1.0
+    elif workload == "trace":
+        target = "p95 ≤ 20 ms"
+        met = _p95(row) <= 20 and row["depth"] == 10
+    elif workload == "forget_cascade_10000":
+        target = "p95 ≤ 2 s (3 repeats: the slowest)"
+        met = _p95(row) <= 2000 and row["all_removed"]
+    elif workload == "ingest" and backend == "neo4j":
+        target = "≥ 5,000 records/s"
+        met = row["records_per_s"] >= 5000
+    elif workload == "langgraph_filter_bm25":
+        target = "graphmem p95 below InMemoryStore's, same results"
+        met = row["speedup_p95"] > 1 and row["graphmem_equals_oracle"] and row["equals_oracle"]
+    row["target"] = target
+    row["met"] = met
+
+
+def run_size(
+    store: MemoryStore,
+    backend: str,
+    records: int,
+    cfg: BenchConfig,
+    workloads: Iterable[str] = WORKLOADS,
+) -> list[dict[str, Any]]:
+    """Every chosen workload against ``store`` holding ``records`` records, each in its own tenant.
+
+    Order: load the recall tenant (ingest), selective recall, the naive
+    baseline, explain, the InMemoryStore comparison, then the broad tenant
+    (another ``records`` records), trace and forget. ``store_records`` in each
+    row counts what this run had loaded when the row was measured.
+    """
+    chosen = {w for w in workloads if ONLY_ON.get(w, backend) == backend}
+    run = uuid.uuid4().hex[:8]
+    rows: list[dict[str, Any]] = []
+    loaded = load_main(store, f"bench-{run}-recall", records, cfg)
+    stored = records
+    added: list[dict[str, Any]] = [ingest_row(loaded)]
+    if chosen & {"recall_selective", "naive"}:
+        selective = recall_selective(store, loaded, cfg)
+        added.append(selective)
+        if "naive" in chosen:
+            added += naive_workload(store, loaded, cfg, selective)
+    if "explain" in chosen:
+        added += explain_workload(store, loaded, cfg)
+    if "langgraph" in chosen:
+        from graphmem.bench.inmemory import inmemory_workload
+
+        added += inmemory_workload(store, loaded, cfg)
+    rows += [{**row, "store_records": stored} for row in added]
+    if "recall_broad" in chosen:
+        row = recall_broad(store, f"bench-{run}-broad", records, cfg)
+        stored += records
+        rows.append({**row, "store_records": stored})
+    if "trace" in chosen:
+        rows.append({**trace_workload(store, f"bench-{run}-trace", cfg), "store_records": stored})
+        stored += cfg.trace_chains * (cfg.trace_depth + 1)
+    if "forget" in chosen:
+        rows += [
+            {**row, "store_records": stored} for row in forget_workload(store, f"bench-{run}-forget", cfg)
+        ]
+    out = []
+    for row in rows:
+        row = {"workload": row["workload"], "backend": backend, "records": records, **row}
+        attach_target(row)
+        out.append(row)
+    return out
+
+
+def run_bench(
+    open_store: Callable[[], MemoryStore],
+    backend: str,
+    sizes: Sequence[int],
+    cfg: BenchConfig,
+    workloads: Iterable[str] = WORKLOADS,
+) -> dict[str, Any]:
+    """``run_size`` for each size on a fresh store from ``open_store`` (set up before use).
+
+    Returns the JSON document ``graphmem bench --output`` writes: the machine,
+    the configuration and one row per workload and size.
+    """
+    chosen = tuple(workloads)
+    unknown = sorted(set(chosen) - set(WORKLOADS))
+    if unknown:
+        raise ValueError(f"unknown workload(s) {unknown}; choose from {', '.join(WORKLOADS)}")
+    rows: list[dict[str, Any]] = []
+    for size in sizes:
+        with open_store() as store:
+            store.setup()
+            rows += run_size(store, backend, size, cfg, chosen)
+    config = {k: v for k, v in asdict(cfg).items() if k != "progress"}
+    config["forget_mode"] = cfg.forget_mode.value
+    return {
+        "graphmem": __version__,
+        "started": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": {
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+        },
+        "config": config,
+        "rows": rows,
+    }
+
+
+# -- tables -----------------------------------------------------------------------------------
+
+COLUMNS = ("backend", "records", "n", "p50 ms", "p95 ms", "p99 ms", "per s", "checks", "target", "met")
+
+
+def _checks(row: dict[str, Any]) -> str:
+    workload = row["workload"]
+    if workload == "ingest":
+        return f"{row['records_loaded']:,} records in {row['seconds']} s"
+    if workload in {"recall_selective", "recall_broad", "explain_recall"}:
+        text = f"{row['candidates']:,} candidates, = oracle: {'yes' if row['recall_equals_oracle'] else 'NO'}"
+        if workload == "recall_broad":
+            text += f", {row['scopes_reached']} scopes"
+        if workload == "explain_recall":
+            text += f", a decision each: {'yes' if row['decision_per_candidate'] else 'NO'}"
+        return text
+    if workload == "explain_one":
+        return f"agrees with explain=True: {'yes' if row['agrees_with_explain_recall'] else 'NO'}"
+    if workload == "naive_topk_filter":
+        return (
+            f"k={row['k']:,}: recall {row['recall_vs_oracle']:.2f} vs graphmem "
+            f"{row['graphmem_recall_vs_oracle']:.2f}; graphmem speedup {row['speedup_p95']}x (p95)"
+        )
+    if workload == "trace":
+        return f"depth {row['depth']}, {row['memory_nodes']} records + {row['source_nodes']} source"
+    if workload.startswith("forget_cascade_"):
+        removed, n = row["removed_dependents"], row["dependents"]
+        if row["all_removed"]:
+            return f"{row['mode']}: root and all {n:,} dependents out of use, each of {len(removed)} times"
+        return f"{row['mode']}: dependents out of use {'/'.join(f'{r:,}' for r in removed)} of {n:,}: NO"
+    if workload.startswith("langgraph_"):
+        text = (
+            f"graphmem p95 {row['graphmem_latency']['p95_ms']} ms, speedup {row['speedup_p95']}x; "
+            f"same eligible ids: {'yes' if row['filter_same_ids_as_gate'] else 'NO'}"
+        )
+        if row["ranked"]:
+            text += f"; top 10 = oracle: {'yes' if row['equals_oracle'] else 'NO'}"
+        reasons = ", ".join(row["cap_a_only_let_through_reasons"]) or "none"
+        return (
+            text
+            + f"; cap-a only: {row['cap_a_only_let_through_per_caller']} ineligible per caller ({reasons})"
+        )
+    return ""
+
+
+def _cells(row: dict[str, Any]) -> list[str]:
+    latency = row.get("latency")
+    met = row.get("met")
+    if latency is not None:
+        timing = [str(latency["n"]), str(latency["p50_ms"]), str(latency["p95_ms"]), str(latency["p99_ms"])]
+        rate = f"{latency['throughput_per_s']:,}"
+    else:
+        timing = ["", "", "", ""]
+        rate = f"{row['records_per_s']:,}"
+    return [
+        row["backend"],
+        f"{row['records']:,}",
+        *timing,
+        rate,
+        _checks(row),
+        row.get("target") or "",
+        "" if met is None else ("yes" if met else "NO"),
+    ]
+
+
+def tables(rows: Iterable[dict[str, Any]]) -> dict[str, list[list[str]]]:
+    """Cells of one table per workload (in first-seen order), rows in the given order."""
+    out: dict[str, list[list[str]]] = {}
+    for row in rows:
+        out.setdefault(row["workload"], []).append(_cells(row))
+    return out
+
+
+def to_markdown(rows: Iterable[dict[str, Any]]) -> str:
+    """The tables as Markdown, one ``###`` section per workload."""
+    parts = []
+    for workload, cells in tables(rows).items():
+        lines = [f"### {workload}", "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in cells]
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts) + "\n"

@@ -1,0 +1,211 @@
+"""``graphmem bench`` at toy sizes on every backend: the workloads do what they claim.
+
+No timing assertions: only that each timed call returned what the oracle, the
+lineage or the forget report says it must, and that the results are complete.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import neo4j
+import pytest
+from click.testing import CliRunner
+
+from graphmem import MemoryStore
+from graphmem.backends.neo4j import Neo4jBackend
+from graphmem.bench import BenchConfig, attach_target, recall_workload, run_size, to_markdown
+from graphmem.bench.plot import plot
+from graphmem.cli import cli
+from graphmem.testing.neo4j_server import Neo4jTarget
+
+PNG = b"\x89PNG\r\n\x1a\n"
+CASCADES = (1, 12)
+CONFIG = BenchConfig(
+    in_scope=100,
+    broad_scope_size=5,
+    repeats=10,
+    contexts=5,
+    cascades=CASCADES,
+    naive_ks=(5, 50, 1000),
+)
+
+
+@pytest.fixture(scope="module", params=["embedded", pytest.param("neo4j", marks=pytest.mark.neo4j)])
+def bench_rows(request: pytest.FixtureRequest) -> dict[str, dict[str, Any]]:
+    """Every workload once per backend on a 300-record store, rows by workload name."""
+    if request.param == "embedded":
+        store = MemoryStore.embedded()
+    else:
+        driver: neo4j.Driver = request.getfixturevalue("neo4j_driver")
+        target: Neo4jTarget = request.getfixturevalue("neo4j_target")
+        store = MemoryStore(Neo4jBackend(driver, uri=target.uri or ""))
+    with store:
+        rows = run_size(store, request.param, 300, CONFIG)
+    return {row["workload"]: row for row in rows}
+
+
+def test_every_workload_of_the_backend_ran(bench_rows: dict[str, dict[str, Any]]) -> None:
+    backend = bench_rows["ingest"]["backend"]
+    common = {
+        "ingest",
+        "recall_selective",
+        "recall_broad",
+        "explain_recall",
+        "explain_one",
+        "trace",
+        *(f"forget_cascade_{n}" for n in CASCADES),
+    }
+    only = {"naive_topk_filter"} if backend == "neo4j" else {"langgraph_filter", "langgraph_filter_bm25"}
+    assert set(bench_rows) == common | only
+    for row in bench_rows.values():
+        assert row["records"] == 300
+        assert "target" in row
+        assert "met" in row
+        assert (row["met"] is None) == (row["target"] is None)
+        latency = row.get("latency")
+        if latency is not None:
+            assert latency["n"] >= 1
+            assert 0 < latency["p50_ms"] <= latency["p95_ms"] <= latency["p99_ms"]
+            assert latency["throughput_per_s"] > 0
+    assert bench_rows["ingest"]["records_loaded"] == 300
+    assert bench_rows["ingest"]["records_per_s"] > 0
+
+
+def test_recalls_equal_the_oracle(bench_rows: dict[str, dict[str, Any]]) -> None:
+    selective, broad = bench_rows["recall_selective"], bench_rows["recall_broad"]
+    assert selective["recall_equals_oracle"] is True
+    assert selective["candidates"] == 100
+    # 10% of 300 records, 5 per scope: the broad caller reaches 6 scopes through WITHIN.
+    assert broad["recall_equals_oracle"] is True
+    assert (broad["scopes_reached"], broad["candidates"]) == (6, 30)
+    assert selective["target"] is not None
+    assert broad["target"] is not None
+
+
+def test_explain_gives_every_decision_and_agrees_with_itself(bench_rows: dict[str, dict[str, Any]]) -> None:
+    assert bench_rows["explain_recall"]["recall_equals_oracle"] is True
+    assert bench_rows["explain_recall"]["decision_per_candidate"] is True
+    assert bench_rows["explain_one"]["agrees_with_explain_recall"] is True
+
+
+def test_trace_reaches_depth_ten(bench_rows: dict[str, dict[str, Any]]) -> None:
+    trace = bench_rows["trace"]
+    assert trace["depth"] == 10
+    assert trace["memory_nodes"] == 11
+    assert trace["source_nodes"] == 1
+    assert trace["target"] == "p95 ≤ 20 ms"
+
+
+@pytest.mark.parametrize("dependents", CASCADES)
+def test_forget_takes_every_dependent_out_of_use(
+    bench_rows: dict[str, dict[str, Any]], dependents: int
+) -> None:
+    row = bench_rows[f"forget_cascade_{dependents}"]
+    repeats = CONFIG.cascade_repeats(dependents)
+    assert row["removed_dependents"] == [dependents] * repeats
+    assert row["all_removed"] is True
+    assert row["latency"]["n"] == repeats
+    assert row["mode"] == "revoke"
+
+
+def test_inmemorystore_filter_matches_the_gate_where_it_can(bench_rows: dict[str, dict[str, Any]]) -> None:
+    if bench_rows["ingest"]["backend"] != "embedded":
+        pytest.skip("the LangGraph comparison runs on the embedded backend")
+    plain, ranked = bench_rows["langgraph_filter"], bench_rows["langgraph_filter_bm25"]
+    for row in (plain, ranked):
+        assert row["filter_same_ids_as_gate"] is True
+        assert row["graphmem_equals_oracle"] is True
+        # With only cap-a, its filter cannot drop procedures that need cap-b; the gate does.
+        assert row["cap_a_only_let_through_reasons"] == {
+            "precondition_unmet": pytest.approx(row["cap_a_only_let_through_per_caller"] * 5, abs=0.5)
+        }
+        assert row["cap_a_only_let_through_per_caller"] > 0
+    assert ranked["equals_oracle"] is True
+    assert ranked["target"] is not None
+    assert isinstance(ranked["met"], bool)
+    assert plain["target"] is None
+
+
+def test_naive_sweep_stops_at_equal_recall(bench_rows: dict[str, dict[str, Any]]) -> None:
+    if bench_rows["ingest"]["backend"] != "neo4j":
+        pytest.skip("the naive baseline runs on Neo4j")
+    row = bench_rows["naive_topk_filter"]  # the last of the sweep
+    assert row["compared"] is True
+    assert 0.0 <= row["recall_vs_oracle"] <= 1.0
+    assert row["equal_recall"] == (row["recall_vs_oracle"] >= 1.0)
+    assert row["equal_recall"] or row["k"] == 1000
+    assert row["speedup_p95"] > 0
+    assert row["target"] == "graphmem p95 ≥ 10x faster at equal recall"
+
+
+def test_plot_and_markdown(bench_rows: dict[str, dict[str, Any]], tmp_path: Path) -> None:
+    rows = list(bench_rows.values())
+    out = plot(rows, tmp_path / "bench.png")
+    assert out.read_bytes()[:8] == PNG
+    markdown = to_markdown(rows)
+    for workload in bench_rows:
+        assert f"### {workload}\n" in markdown
+
+
+def test_targets_follow_the_issue() -> None:
+    def row(workload: str, backend: str, p95: float, **extra: Any) -> dict[str, Any]:
+        out = {"workload": workload, "backend": backend, "latency": {"p95_ms": p95}, **extra}
+        attach_target(out)
+        return out
+
+    assert row("recall_selective", "neo4j", 14.9, recall_equals_oracle=True)["met"] is True
+    assert row("recall_selective", "neo4j", 14.9, recall_equals_oracle=False)["met"] is False
+    assert row("recall_selective", "embedded", 5.1, recall_equals_oracle=True)["met"] is False
+    assert row("forget_cascade_10000", "neo4j", 1999, all_removed=True)["met"] is True
+    assert row("forget_cascade_100", "neo4j", 1, all_removed=True)["target"] is None
+    assert row("trace", "embedded", 20.5, depth=10)["met"] is False
+    ingest = {"workload": "ingest", "backend": "neo4j", "records_per_s": 4999}
+    attach_target(ingest)
+    assert ingest["met"] is False
+
+
+def test_cli_bench_writes_json_png_and_markdown(tmp_path: Path) -> None:
+    first, out, png, md = (tmp_path / n for n in ("first.json", "out.json", "out.png", "out.md"))
+    runner = CliRunner()
+    args = ["bench", "--records", "300", "--in-scope", "100", "--repeats", "5"]
+    result = runner.invoke(cli, [*args, "--workloads", "trace", "--output", str(first)])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(
+        cli,
+        [
+            *args,
+            *("--workloads", "recall_selective,forget", "--cascade", "3", "--include", str(first)),
+            *("--output", str(out), "--plot", str(png), "--markdown", str(md)),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "graphmem bench: forget_cascade_3" in result.output
+    doc = json.loads(out.read_text())
+    assert [r["workload"] for r in doc["rows"]] == [
+        "ingest",
+        "trace",
+        "ingest",
+        "recall_selective",
+        "forget_cascade_3",
+    ]
+    assert doc["included"] == [str(first)]
+    assert doc["config"]["cascades"] == [3]
+    assert png.read_bytes()[:8] == PNG
+    assert "### forget_cascade_3" in md.read_text()
+
+
+def test_cli_bench_rejects_unknown_workloads() -> None:
+    result = CliRunner().invoke(cli, ["bench", "--records", "300", "--workloads", "recall,trace"])
+    assert result.exit_code == 2
+    assert "unknown ['recall']" in result.output
+
+
+def test_first_recall_workload_still_answers() -> None:
+    with MemoryStore.embedded() as store:
+        result = recall_workload(store, "bench-legacy", 300, in_scope=100, repeats=5)
+    assert result["recall_equals_oracle"] is True
+    assert result["in_scope"] == 100
+    assert result["recall"]["n"] == 5
