@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import random
 import statistics
 import time
@@ -118,9 +119,12 @@ def measure(
 ) -> Latency:
     """Time ``repeats`` calls after ``warmup`` untimed ones.
 
+    The garbage collector stays on (a service runs with it), but earlier
+    workloads' garbage is collected first so it is not charged to this one.
     With ``budget_s``, stop early once that much time was spent and at least
     ``min_repeats`` samples exist (the summary's ``n`` says how many were taken).
     """
+    gc.collect()
     for _ in range(warmup):
         call()
     samples: list[float] = []

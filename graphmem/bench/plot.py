@@ -33,6 +33,9 @@ def plot(rows: Iterable[dict[str, Any]], path: str | Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
+
+    plain = FuncFormatter(lambda value, _: f"{value:g}")
 
     rows = list(rows)
     series = _series(rows)
@@ -64,6 +67,7 @@ def plot(rows: Iterable[dict[str, Any]], path: str | Path) -> Path:
             lat_ax.hlines(bound, x - 0.45, x + 0.45, colors="red", linewidth=2, zorder=4)
     lat_ax.set_xticks(range(len(names)), [n.replace("_", "\n", 1) for n in names], fontsize=8)
     lat_ax.set_yscale("log")
+    lat_ax.yaxis.set_major_formatter(plain)
     lat_ax.set_ylabel("latency, ms (bar p95, dot p50; log)")
     lat_ax.set_title("graphmem workloads (red: target)")
     lat_ax.legend(fontsize=8)
@@ -82,6 +86,8 @@ def plot(rows: Iterable[dict[str, Any]], path: str | Path) -> Path:
         base_ax.bar(xs, ys, width, label=f"{backend} {size:,}", alpha=0.85)
     base_ax.set_xticks(range(len(present)), [label for label, _, _ in present], fontsize=7)
     base_ax.set_yscale("log")
+    base_ax.yaxis.set_major_formatter(plain)
+    base_ax.yaxis.set_minor_formatter(plain)
     base_ax.set_ylabel("selective recall p95, ms (log)")
     base_ax.set_title("against the baselines")
 

@@ -8,6 +8,7 @@ attached by ``graphmem.bench.runner``.
 
 from __future__ import annotations
 
+import gc
 import random
 import time
 from dataclasses import dataclass, field, replace
@@ -432,6 +433,7 @@ def forget_workload(store: MemoryStore, tenant: str, cfg: BenchConfig) -> list[d
                 for j in range(n)
             ]
             load(store, batch, cfg.batch)
+            gc.collect()
             request = ForgetRequest(
                 tenant=tenant,
                 target=root,
