@@ -11,7 +11,8 @@ hold them to that.
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right, insort
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -88,81 +89,149 @@ def as_gated(result: GateResult | Gated) -> Gated:
     return result
 
 
-class ScopeGroup:
-    """The candidates applying to one scope, with their receipts' fragments and cached views."""
+_LIMITED = (False, DropReason.SELECTION_LIMIT, 0.0)
 
-    __slots__ = ("_boundaries", "_ordered", "_views", "members")
+
+class ScopeGroup:
+    """The candidates applying to one scope, with the gate views of recent reads kept in step."""
+
+    __slots__ = ("_boundaries", "_inserted", "_ordered", "_times", "_views", "members")
 
     def __init__(self) -> None:
         self.members: dict[object, Candidate] = {}
-        self._changed()
+        self._ordered: list[tuple[str, str, Candidate]] | None = []
+        self._times: Counter[datetime] = Counter()
+        self._boundaries: list[datetime] | None = None
+        self._views: list[GroupView] = []
+        self._inserted = 0
 
     def put(self, key: object, candidate: Candidate) -> None:
+        old = self.members.get(key)
         self.members[key] = candidate
-        self._changed()
+        self._count_times(old, -1)
+        self._count_times(candidate, 1)
+        id_json = json_string(candidate.id)
+        if self._ordered is not None:  # kept in step between reads; sorted once after a bulk load
+            at = bisect_left(self._ordered, (candidate.id,))
+            if old is not None:
+                self._ordered[at] = (candidate.id, id_json, candidate)
+            elif self._inserted < 64:
+                self._inserted += 1
+                self._ordered.insert(at, (candidate.id, id_json, candidate))
+            else:
+                self._ordered = None
+                self._views.clear()
+        for view in self._views:
+            view.patch(candidate.id, old, candidate, id_json)
 
     def pop(self, key: object) -> None:
-        if self.members.pop(key, None) is not None:
-            self._changed()
+        old = self.members.pop(key, None)
+        if old is not None:
+            self._count_times(old, -1)
+            if self._ordered is not None:
+                del self._ordered[bisect_left(self._ordered, (old.id,))]
+            for view in self._views:
+                view.patch(old.id, old, None, "")
 
-    def _changed(self) -> None:
-        self._ordered: list[tuple[str, str, Candidate]] | None = None
-        self._boundaries: list[datetime] | None = None
-        self._views: dict[tuple[object, ...], GroupView] = {}
+    def _count_times(self, candidate: Candidate | None, step: int) -> None:
+        if candidate is not None:
+            self._boundaries = None
+            for t in (candidate.start, candidate.end, candidate.superseded_at, candidate.invalidated_at):
+                if t is not None:
+                    self._times[t] += step
+                    if not self._times[t]:
+                        del self._times[t]
 
     def ordered(self) -> list[tuple[str, str, Candidate]]:
         """(id, id as JSON, candidate) by id."""
+        self._inserted = 0
         if self._ordered is None:
             cands = sorted(self.members.values(), key=lambda c: c.id)
             self._ordered = [(c.id, json_string(c.id), c) for c in cands]
         return self._ordered
 
     def view(self, ctx: ReadContext, in_scope: bool) -> GroupView:
-        """The verdicts for ``ctx``: reused for any ``now`` between the same two boundaries."""
+        """The verdicts for ``ctx``, shared by every ``now`` between the same two boundaries.
+
+        Every time check flips exactly at a boundary (now < start, now >= end,
+        superseded/invalidated at <= now), so two nows with the same count of
+        boundaries at or before them get the same verdicts.
+        """
         if self._boundaries is None:
-            times = {
-                t
-                for c in self.members.values()
-                for t in (c.start, c.end, c.superseded_at, c.invalidated_at)
-                if t is not None
-            }
-            self._boundaries = sorted(times)
-        # Every time check flips exactly at a boundary (now < start, now >= end,
-        # superseded/invalidated at <= now), so two nows with the same count of
-        # boundaries at or before them get the same verdicts.
-        interval = bisect_right(self._boundaries, ctx.now)
-        key = (ctx.tenant, ctx.policy, ctx.kinds, ctx.clearance, ctx.environment, in_scope, interval)
-        found = self._views.get(key)
-        if found is None:
-            if len(self._views) >= 4:
-                self._views.clear()
-            found = self._views[key] = GroupView(self.ordered(), ctx, in_scope)
-        return found
+            self._boundaries = sorted(self._times)
+        boundaries = self._boundaries
+        interval = bisect_right(boundaries, ctx.now)
+        key = _gate_key(ctx, in_scope)
+        for view in self._views:
+            if view.key == key and bisect_right(boundaries, view.ctx.now) == interval:
+                return view
+        if len(self._views) >= 4:
+            self._views.pop(0)
+        view = GroupView(self.ordered(), ctx, in_scope)
+        self._views.append(view)
+        return view
+
+
+def _gate_key(ctx: ReadContext, in_scope: bool) -> tuple[object, ...]:
+    """Everything but ``now`` that the gate reads from a context."""
+    return (ctx.tenant, ctx.policy, ctx.kinds, ctx.clearance, ctx.environment, in_scope)
 
 
 class GroupView:
-    """One scope group's verdicts for one gate key, ready for ranking and digests."""
+    """One scope group's verdicts for one read, kept in step with the group's writes."""
 
-    __slots__ = ("candidate_fragments", "corpus", "dropped", "rows")
+    __slots__ = ("candidate_fragments", "corpus", "ctx", "dropped", "in_scope", "key", "rows")
 
     def __init__(
         self, ordered: Sequence[tuple[str, str, Candidate]], ctx: ReadContext, in_scope: bool
     ) -> None:
-        # (id, id as JSON, the drop's decision fragment or None for a survivor), by id
-        self.rows: list[tuple[str, str, str | None]] = []
-        self.dropped: list[tuple[str, DropReason]] = []
-        self.candidate_fragments: list[str] = []
+        self.ctx = ctx
+        self.in_scope = in_scope
+        self.key = _gate_key(ctx, in_scope)
+        # By id: (id, id as JSON, the drop's decision fragment, the survivor's fragment for
+        # the commonest outcome — unmatched and past the limit); one of the two is None.
+        self.rows: list[tuple[str, str, str | None, str | None]] = []
+        self.candidate_fragments: list[str] = []  # in the order of ``rows``
+        self.dropped: list[tuple[str, DropReason]] = []  # by id
         survivors: list[Document] = []
-        for rid, id_json, cand in ordered:
+        for _, id_json, cand in ordered:
             reason = drop_reason(cand, ctx, in_scope)
+            self.rows.append(_row(cand, id_json, reason))
             self.candidate_fragments.append(f'[{id_json},"{cand.fingerprint}"]')
             if reason is None:
-                survivors.append((rid, cand.record.content, cand.recency, cand.record.embedding))
-                self.rows.append((rid, id_json, None))
+                survivors.append(_document(cand))
             else:
-                self.dropped.append((rid, reason))
-                self.rows.append((rid, id_json, decision_fragment(id_json, False, reason, None)))
+                self.dropped.append((cand.id, reason))
         self.corpus = Prepared(survivors)
+
+    def patch(self, rid: str, old: Candidate | None, new: Candidate | None, id_json: str) -> None:
+        """Replace the verdict on record ``rid``: ``old`` leaves (if any), ``new`` arrives (if any)."""
+        at = bisect_left(self.rows, (rid,))
+        if old is not None:
+            id_json = self.rows[at][1]
+            if self.rows[at][2] is None:
+                self.corpus.remove(rid)
+            else:
+                del self.dropped[bisect_left(self.dropped, (rid,))]
+            del self.rows[at], self.candidate_fragments[at]
+        if new is not None:
+            reason = drop_reason(new, self.ctx, self.in_scope)
+            self.rows.insert(at, _row(new, id_json, reason))
+            self.candidate_fragments.insert(at, f'[{id_json},"{new.fingerprint}"]')
+            if reason is None:
+                self.corpus.add(_document(new))
+            else:
+                insort(self.dropped, (rid, reason))
+
+
+def _row(cand: Candidate, id_json: str, reason: DropReason | None) -> tuple[str, str, str | None, str | None]:
+    if reason is None:
+        return cand.id, id_json, None, decision_fragment(id_json, *_LIMITED)
+    return cand.id, id_json, decision_fragment(id_json, False, reason, None), None
+
+
+def _document(cand: Candidate) -> Document:
+    return cand.id, cand.record.content, cand.recency, cand.record.embedding
 
 
 class ViewGate:
@@ -180,7 +249,7 @@ class ViewGate:
 
     @property
     def survivors(self) -> list[Document]:
-        return [doc for v in self.views for doc in v.corpus.docs]
+        return [doc for v in self.views for doc in v.corpus.docs.values()]
 
     def dropped(self) -> Iterator[tuple[str, DropReason]]:
         return heapq.merge(*(v.dropped for v in self.views))
@@ -195,8 +264,14 @@ class ViewGate:
         return digest_of_fragments(fragment for _, fragment in rows)
 
     def decisions_digest(self, outcomes: Outcomes) -> str:
+        rows = self.views[0].rows if len(self.views) == 1 else heapq.merge(*(v.rows for v in self.views))
+
         def fragments() -> Iterator[str]:
-            for rid, id_json, fragment in self._merged([v.rows for v in self.views]):
-                yield fragment if fragment is not None else decision_fragment(id_json, *outcomes[rid])
+            for rid, id_json, dropped, limited in rows:
+                if dropped is not None:
+                    yield dropped
+                else:
+                    outcome = outcomes[rid]
+                    yield limited if outcome == _LIMITED and limited else decision_fragment(id_json, *outcome)
 
         return digest_of_fragments(fragments())

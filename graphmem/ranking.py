@@ -10,9 +10,11 @@ from __future__ import annotations
 import heapq
 import math
 import re
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
+from typing import TypeVar
 
 __all__ = [
     "SELECTOR_VERSION",
@@ -25,6 +27,8 @@ __all__ = [
     "term_counts",
     "tokenize",
 ]
+
+_T = TypeVar("_T")
 
 SELECTOR_VERSION = "graphmem-gate-bm25-cosine/2"
 
@@ -117,60 +121,104 @@ def rank(
 
 
 class Prepared:
-    """Survivors prepared once for many queries: term counts and the zero-score order.
+    """Survivors prepared once for many queries: term counts, postings, the zero-score order.
 
     ``rank_prepared`` over a list of these gives exactly what ``rank`` gives
     over their documents concatenated, without re-tokenising or re-sorting
-    documents that match no query term.
+    documents that match no query term. Documents can be added and removed
+    one at a time.
     """
 
-    __slots__ = ("by_recency", "counts", "docs", "has_embeddings", "lengths", "total_len")
+    __slots__ = ("_postings", "counts", "docs", "embedded", "total_len", "zero_scores", "zeros")
 
-    def __init__(self, docs: Sequence[Document]) -> None:
-        self.docs = list(docs)
-        terms = [_terms(content) for _, content, _, _ in self.docs]
-        self.counts = [counts for counts, _ in terms]
-        self.lengths = [length for _, length in terms]
-        self.total_len = sum(self.lengths)
-        self.has_embeddings = any(embedding is not None for *_, embedding in self.docs)
-        # The order of documents that score zero: newer first, then id.
-        self.by_recency = sorted((-recency, rid, i) for i, (rid, _, recency, _) in enumerate(self.docs))
+    def __init__(self, docs: Iterable[Document]) -> None:
+        self.docs: dict[str, Document] = {doc[0]: doc for doc in docs}
+        self.counts = {rid: _terms(content) for rid, content, _, _ in self.docs.values()}
+        self.total_len = sum(length for _, length in self.counts.values())
+        self.embedded = sum(1 for *_, embedding in self.docs.values() if embedding is not None)
+        # Documents that score zero come newer first, then by id.
+        self.zeros = sorted((-recency, rid) for rid, _, recency, _ in self.docs.values())
+        self.zero_scores = [(rid, 0.0) for _, rid in self.zeros]
+        self._postings: dict[str, list[tuple[str, int]]] = {}
+
+    def postings(self, term: str) -> list[tuple[str, int]]:
+        """(document id, term frequency) of the documents containing ``term``."""
+        found = self._postings.get(term)
+        if found is None:
+            found = self._postings[term] = [
+                (rid, c[term]) for rid, (c, _) in self.counts.items() if term in c
+            ]
+        return found
+
+    def add(self, doc: Document) -> None:
+        rid, content, recency, embedding = doc
+        self.docs[rid] = doc
+        counts, length = self.counts[rid] = _terms(content)
+        self.total_len += length
+        self.embedded += embedding is not None
+        at = bisect_left(self.zeros, (-recency, rid))
+        self.zeros.insert(at, (-recency, rid))
+        self.zero_scores.insert(at, (rid, 0.0))
+        for term, tf in counts.items():
+            if term in self._postings:
+                self._postings[term].append((rid, tf))
+
+    def remove(self, rid: str) -> None:
+        _, _, recency, embedding = self.docs.pop(rid)
+        counts, length = self.counts.pop(rid)
+        self.total_len -= length
+        self.embedded -= embedding is not None
+        at = bisect_left(self.zeros, (-recency, rid))
+        del self.zeros[at], self.zero_scores[at]
+        for term, tf in counts.items():
+            if term in self._postings:
+                self._postings[term].remove((rid, tf))
 
 
 def rank_prepared(
     parts: Sequence[Prepared], query: str, query_embedding: Sequence[float] | None = None
 ) -> list[tuple[str, float]]:
     """``rank`` over the documents of ``parts``, touching only those that match a query term."""
-    if query_embedding is not None and any(p.has_embeddings for p in parts):
-        return rank([doc for p in parts for doc in p.docs], query, query_embedding)
+    if query_embedding is not None and any(p.embedded for p in parts):
+        return rank([doc for p in parts for doc in p.docs.values()], query, query_embedding)
     terms = list(dict.fromkeys(tokenize(query)))
     n = sum(len(p.docs) for p in parts)
     positive: list[tuple[float, float, str]] = []
-    matched: set[tuple[int, int]] = set()
+    matched: list[list[int]] = [[] for _ in parts]  # per part, the places of positive documents
     if terms and n:
         avg_len = sum(p.total_len for p in parts) / n or 1.0
-        hits = {
-            t: [(j, i, c[t]) for j, p in enumerate(parts) for i, c in enumerate(p.counts) if t in c]
-            for t in terms
-        }
+        hits = {t: [(j, rid, tf) for j, p in enumerate(parts) for rid, tf in p.postings(t)] for t in terms}
         idf = {t: math.log(1.0 + (n - len(hits[t]) + 0.5) / (len(hits[t]) + 0.5)) for t in terms}
         best = sum(idf.values()) * (_K1 + 1.0)
-        raw: dict[tuple[int, int], float] = {}
+        raw: dict[tuple[int, str], float] = {}
         for t in terms:  # in query-term order, as ``rank`` adds them
-            for j, i, tf in hits[t]:
-                norm = _K1 * (1.0 - _B + _B * parts[j].lengths[i] / avg_len)
-                raw[j, i] = raw.get((j, i), 0.0) + idf[t] * tf * (_K1 + 1.0) / (tf + norm)
-        for (j, i), lexical in raw.items():
+            for j, rid, tf in hits[t]:
+                norm = _K1 * (1.0 - _B + _B * parts[j].counts[rid][1] / avg_len)
+                raw[j, rid] = raw.get((j, rid), 0.0) + idf[t] * tf * (_K1 + 1.0) / (tf + norm)
+        for (j, rid), lexical in raw.items():
             rounded = round(lexical / best, _DIGITS)
-            if rounded > 0.0:
-                rid, _, recency, _ = parts[j].docs[i]
+            if rounded > 0.0:  # a score that rounds to zero ties with the unmatched documents
+                recency = parts[j].docs[rid][2]
                 positive.append((-rounded, -recency, rid))
-                matched.add((j, i))
+                matched[j].append(bisect_left(parts[j].zeros, (-recency, rid)))
     positive.sort()
     out = [(rid, -neg_score) for neg_score, _, rid in positive]
     if len(parts) == 1:
-        out.extend((rid, 0.0) for _, rid, i in parts[0].by_recency if (0, i) not in matched)
+        out += _without(parts[0].zero_scores, matched[0])
     else:
-        tagged = ([(r, rid, (j, i)) for r, rid, i in p.by_recency] for j, p in enumerate(parts))
-        out.extend((rid, 0.0) for _, rid, key in heapq.merge(*tagged) if key not in matched)
+        zeros = [_without(p.zeros, places) for p, places in zip(parts, matched, strict=True)]
+        out += ((rid, 0.0) for _, rid in heapq.merge(*zeros))
+    return out
+
+
+def _without(items: list[_T], places: list[int]) -> list[_T]:
+    """``items`` minus those at ``places``, by slices."""
+    if not places:
+        return items
+    out: list[_T] = []
+    start = 0
+    for place in sorted(places):
+        out += items[start:place]
+        start = place + 1
+    out += items[start:]
     return out

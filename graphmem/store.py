@@ -303,17 +303,17 @@ class MemoryStore(LineageOps, WriteGateOps):
             raise ContractViolation("recall() needs a ReadContext", code="not_a_context")
         gated = as_gated(self.backend.gate(ctx))
         ranked = gated.ranked(query, query_embedding)
-        outcomes: dict[str, tuple[bool, DropReason | None, float]] = {}
-        selected_ids: list[str] = []
-        for rid, score in ranked:
-            if score < ctx.min_score:
-                reason: DropReason | None = DropReason.BELOW_MIN_SCORE
-            elif len(selected_ids) >= ctx.limit:
-                reason = DropReason.SELECTION_LIMIT
-            else:
-                reason = None
-                selected_ids.append(rid)
-            outcomes[rid] = (reason is None, reason, score)
+        # Scores are descending, so those below the minimum form a suffix.
+        eligible = len(ranked)
+        while eligible and ranked[eligible - 1][1] < ctx.min_score:
+            eligible -= 1
+        chosen = min(ctx.limit, eligible)
+        selected_ids = [rid for rid, _ in ranked[:chosen]]
+        outcomes: dict[str, tuple[bool, DropReason | None, float]] = {
+            rid: (True, None, score) for rid, score in ranked[:chosen]
+        }
+        outcomes.update((rid, (False, DropReason.SELECTION_LIMIT, s)) for rid, s in ranked[chosen:eligible])
+        outcomes.update((rid, (False, DropReason.BELOW_MIN_SCORE, s)) for rid, s in ranked[eligible:])
         receipt = build_receipt(
             ctx,
             query,
