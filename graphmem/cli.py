@@ -461,7 +461,8 @@ def _workload_names(values: tuple[str, ...]) -> tuple[str, ...]:
     "includes",
     type=click.Path(exists=True, dir_okay=False),
     multiple=True,
-    help="Results JSON of an earlier run whose rows join this run's tables, output and plot.",
+    help="Results JSON of an earlier run (e.g. the other backend) whose rows join this run's tables, "
+    "Markdown and plot; --output holds this run's rows only.",
 )
 @click.pass_context
 def bench(
@@ -533,13 +534,12 @@ def bench(
     finally:
         if server is not None:
             server.stop()
-    doc["rows"] = included + rows
-    if includes:
-        doc["included"] = list(includes)
+    doc["rows"] = rows
+    shown_rows = included + rows
     console = Console()
     if not console.is_terminal:
         console = Console(width=160)
-    for workload, cells in tables(doc["rows"]).items():
+    for workload, cells in tables(shown_rows).items():
         targets = sorted({row[8] for row in cells if row[8]})
         table = Table(
             title=f"graphmem bench: {workload}",
@@ -557,11 +557,11 @@ def bench(
     if output:
         Path(output).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     if markdown_path:
-        Path(markdown_path).write_text(to_markdown(doc["rows"]), encoding="utf-8")
+        Path(markdown_path).write_text(to_markdown(shown_rows), encoding="utf-8")
     if plot_path:
         from graphmem.bench.plot import plot
 
-        plot(doc["rows"], plot_path)
+        plot(shown_rows, plot_path)
 
 
 @cli.command("eval")

@@ -121,6 +121,13 @@ def run_size(
     return out
 
 
+def _load_average() -> float | None:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):  # not on every platform
+        return None
+
+
 def run_bench(
     open_store: Callable[[], MemoryStore],
     backend: str,
@@ -138,6 +145,7 @@ def run_bench(
     if unknown:
         raise ValueError(f"unknown workload(s) {unknown}; choose from {', '.join(WORKLOADS)}")
     rows: list[dict[str, Any]] = []
+    load_before = _load_average()
     for size in sizes:
         with open_store() as store:
             store.setup()
@@ -151,6 +159,8 @@ def run_bench(
             "python": platform.python_version(),
             "platform": platform.platform(),
             "cpus": os.cpu_count(),
+            # Other processes on the machine skew every number: the 1-minute load before and after.
+            "load_average": [load_before, _load_average()],
         },
         "config": config,
         "rows": rows,
