@@ -29,10 +29,15 @@ from graphmem.receipts import (
     json_string,
 )
 
-__all__ = ["Gated", "GroupView", "Outcomes", "RowGate", "ScopeGroup", "ViewGate", "as_gated"]
+__all__ = ["LIMITED", "Gated", "GroupView", "Outcomes", "RowGate", "ScopeGroup", "ViewGate", "as_gated"]
 
 Outcomes = Mapping[str, tuple[bool, DropReason | None, float]]
-"""Ranked survivors' final decisions: record id → (selected, reason, score)."""
+"""Ranked survivors' final decisions: record id → (selected, reason, score).
+
+A survivor missing from it has the usual outcome, ``LIMITED``."""
+
+LIMITED = (False, DropReason.SELECTION_LIMIT, 0.0)
+"""Not selected: scored zero and the selection was full."""
 
 
 class Gated(Protocol):
@@ -78,7 +83,7 @@ class RowGate:
         rows: list[tuple[str, bool, DropReason | None, float | None]] = [
             (rid, False, reason, None) for rid, _, reason in self.verdicts if reason is not None
         ]
-        rows.extend((rid, *outcome) for rid, outcome in outcomes.items())
+        rows.extend((rid, *outcomes.get(rid, LIMITED)) for rid, *_ in self.survivors)
         return decisions_digest(rows)
 
 
@@ -87,9 +92,6 @@ def as_gated(result: GateResult | Gated) -> Gated:
     if isinstance(result, GateResult):
         return RowGate(result.verdicts, result.survivors)
     return result
-
-
-_LIMITED = (False, DropReason.SELECTION_LIMIT, 0.0)
 
 
 class ScopeGroup:
@@ -226,7 +228,7 @@ class GroupView:
 
 def _row(cand: Candidate, id_json: str, reason: DropReason | None) -> tuple[str, str, str | None, str | None]:
     if reason is None:
-        return cand.id, id_json, None, decision_fragment(id_json, *_LIMITED)
+        return cand.id, id_json, None, decision_fragment(id_json, *LIMITED)
     return cand.id, id_json, decision_fragment(id_json, False, reason, None), None
 
 
@@ -271,7 +273,11 @@ class ViewGate:
                 if dropped is not None:
                     yield dropped
                 else:
-                    outcome = outcomes[rid]
-                    yield limited if outcome == _LIMITED and limited else decision_fragment(id_json, *outcome)
+                    outcome = outcomes.get(rid)
+                    yield (
+                        limited
+                        if outcome is None and limited
+                        else decision_fragment(id_json, *outcome or LIMITED)
+                    )
 
         return digest_of_fragments(fragments())

@@ -25,7 +25,7 @@ from graphmem.backends.base import (
 )
 from graphmem.contracts import check_record
 from graphmem.errors import ConflictError, ContractViolation, LineageError, NotFound
-from graphmem.gated import as_gated
+from graphmem.gated import LIMITED, as_gated
 from graphmem.lineage_ops import LineageOps
 from graphmem.model import (
     AuditEvent,
@@ -309,10 +309,16 @@ class MemoryStore(LineageOps, WriteGateOps):
             eligible -= 1
         chosen = min(ctx.limit, eligible)
         selected_ids = [rid for rid, _ in ranked[:chosen]]
+        # Survivors past the limit that scored zero are the usual bulk: they stay implicit.
+        matched = chosen
+        while matched < eligible and ranked[matched][1] != 0.0:
+            matched += 1
         outcomes: dict[str, tuple[bool, DropReason | None, float]] = {
             rid: (True, None, score) for rid, score in ranked[:chosen]
         }
-        outcomes.update((rid, (False, DropReason.SELECTION_LIMIT, s)) for rid, s in ranked[chosen:eligible])
+        outcomes.update((rid, (False, DropReason.SELECTION_LIMIT, s)) for rid, s in ranked[chosen:matched])
+        if explain:
+            outcomes.update((rid, LIMITED) for rid, _ in ranked[matched:eligible])
         outcomes.update((rid, (False, DropReason.BELOW_MIN_SCORE, s)) for rid, s in ranked[eligible:])
         receipt = build_receipt(
             ctx,

@@ -27,7 +27,7 @@ from graphmem import (
     Status,
 )
 from graphmem.gate import Candidate, run_gate
-from graphmem.gated import RowGate, ScopeGroup, ViewGate
+from graphmem.gated import LIMITED, RowGate, ScopeGroup, ViewGate
 from graphmem.model import DropReason
 from graphmem.model.canonical import canonical_json
 from graphmem.ranking import Prepared, rank, rank_prepared
@@ -139,6 +139,9 @@ def test_views_equal_the_reference_gate_at_every_now(seed: int) -> None:
             for i, (rid, s) in enumerate(ranked)
         }
         assert view.decisions_digest(outcomes) == rows.decisions_digest(outcomes)
+        implicit = {rid: outcome for rid, outcome in outcomes.items() if outcome != LIMITED}
+        assert view.decisions_digest(implicit) == rows.decisions_digest(implicit)
+        assert rows.decisions_digest(implicit) == rows.decisions_digest(outcomes)
         if rng.random() < 0.4:  # writes between reads: the touched groups' views must follow them
             target = f"r{rng.randrange(40):03d}"
             if rng.random() < 0.3:
