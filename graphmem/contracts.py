@@ -31,6 +31,13 @@ def check_record(record: MemoryRecord) -> None:
             f"record {record.id!r}: valid_to must be after valid_from (validity is [from, to))",
             code="empty_validity",
         )
+    start = record.valid_from or record.event_time
+    if record.expires_at and start and record.expires_at <= start:
+        field = "valid_from" if record.valid_from else "event_time"
+        raise ContractViolation(
+            f"record {record.id!r}: expires_at must be after {field} or the record is never usable",
+            code="empty_validity",
+        )
     if record.embedding is not None and not record.embedding:
         raise ContractViolation(
             f"record {record.id!r}: an embedding must have at least one dimension, or be None",

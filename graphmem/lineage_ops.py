@@ -110,6 +110,14 @@ class LineageOps(StoreCore):
                 f"record {old_id!r} is {old.status.value}; a forgotten record cannot be superseded",
                 code="forgotten_record",
             )
+        _, _, edges = self.backend.trace(tenant, old_id, 0)
+        for e in edges:
+            if e.type == "SUPERSEDES" and e.dst == old_id:
+                raise LineageError(
+                    f"record {old_id!r} was already superseded by {e.src!r}; supersede {e.src!r} instead "
+                    "so that one line of versions stays current",
+                    code="already_superseded",
+                )
         at = new_record.valid_from or new_record.event_time or self.clock()
         edge = AddEdge(tenant=tenant, label="SUPERSEDES", src=new_record.id, dst=old_id, at=at, reason=reason)
         cascade = self._cascade_invalidation(tenant, old_id, at, f"{old_id} superseded by {new_record.id}")

@@ -148,6 +148,8 @@ VIOLATIONS: list[tuple[Kind, dict[str, Any], str]] = [
     (Kind.SEMANTIC, {"status": Status.ERASED}, "erased_on_write"),
     (Kind.SEMANTIC, {"valid_to": T0}, "empty_validity"),
     (Kind.SEMANTIC, {"valid_to": T0 - timedelta(days=1)}, "empty_validity"),
+    (Kind.SEMANTIC, {"expires_at": T0}, "empty_validity"),
+    (Kind.EPISODIC, {"expires_at": T0 - timedelta(days=400)}, "empty_validity"),
     (Kind.EPISODIC, {"embedding": ()}, "empty_embedding"),
 ]
 VIOLATION_IDS = [f"{kind.value}-{code}-{i}" for i, (kind, _, code) in enumerate(VIOLATIONS)]

@@ -225,6 +225,19 @@ def test_supersede_invariants_write_nothing(
         store.invalidate(tenant, "p", by="nothing-by-that-name", reason="x")
 
 
+def test_a_superseded_record_is_not_superseded_twice(store: MemoryStore, tenant: str) -> None:
+    """Versions form one line: replacing a replaced record would leave two current versions."""
+    store.add(_preference(tenant, "p", "Email.", 1))
+    store.supersede(tenant, "p", _preference(tenant, "p2", "SMS.", 2), reason="changed")
+    with pytest.raises(LineageError) as err:
+        store.supersede(tenant, "p", _preference(tenant, "p3", "Phone.", 3), reason="changed again")
+    assert err.value.code == "already_superseded"
+    assert "'p2'" in err.value.message
+    assert store.get(tenant, "p3") is None
+    store.supersede(tenant, "p2", _preference(tenant, "p3", "Phone.", 3), reason="changed again")
+    assert store.recall(_ctx(tenant, 4), "").ids == ["p3"]
+
+
 def test_precedents_follow_related_scopes(store: MemoryStore, tenant: str) -> None:
     for merchant, gateway in [("m", "gw-2"), ("b", "gw-2"), ("c", "gw-1"), ("d", "gw-9")]:
         store.relate_scopes(tenant, f"merchant:{merchant}", "USES", f"system:{gateway}")
