@@ -8,7 +8,7 @@ import statistics
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from graphmem.gate import Candidate, run_gate
 from graphmem.model import Kind, MemoryRecord, Outcome, ReadContext, Source
@@ -18,6 +18,7 @@ from graphmem.store import MemoryStore
 __all__ = [
     "NOW",
     "WORDS",
+    "Answer",
     "Latency",
     "Progress",
     "Tick",
@@ -147,14 +148,26 @@ def candidates(records: Iterable[MemoryRecord]) -> list[tuple[Candidate, bool]]:
     return [(Candidate.of(r, None, None), True) for r in records]
 
 
-def oracle(reached: list[tuple[Candidate, bool]], ctx: ReadContext, query: str) -> tuple[list[str], set[str]]:
-    """Brute force, independent of any backend: gate and rank every record the context reaches.
+class Answer(NamedTuple):
+    """What the oracle says a recall must return."""
 
-    Returns the ids recall must select, in order, and the ids of every eligible record.
-    """
+    selected: list[str]
+    """The ids recall must select, in order."""
+    eligible: set[str]
+    """Every record the gate lets through."""
+    matching: list[str]
+    """The selected ids that match at least one query term (score > 0)."""
+
+
+def oracle(reached: list[tuple[Candidate, bool]], ctx: ReadContext, query: str) -> Answer:
+    """Brute force, independent of any backend: gate and rank every record the context reaches."""
     gated = run_gate(reached, ctx)
-    selected = [rid for rid, _ in rank(gated.survivors, query)[: ctx.limit]]
-    return selected, {rid for rid, _, reason in gated.verdicts if reason is None}
+    ranked = rank(gated.survivors, query)[: ctx.limit]
+    return Answer(
+        [rid for rid, _ in ranked],
+        {rid for rid, _, reason in gated.verdicts if reason is None},
+        [rid for rid, score in ranked if score > 0],
+    )
 
 
 def load(

@@ -98,7 +98,7 @@ def inmemory_workload(store: MemoryStore, loaded: Loaded, cfg: BenchConfig) -> l
     ]
     reached = [candidates(loaded.case_records(k)) for k in range(len(contexts))]
     answers = [oracle(r, ctx, q) for r, ctx, q in zip(reached, contexts, loaded.queries, strict=True)]
-    expected = [a[0] for a in answers]
+    expected = [a.selected for a in answers]
 
     def search(ctx: ReadContext, query: str, limit: int) -> list[Any]:
         return lg.search((tenant, ctx.scopes[0]), query=query, filter=_filter(ctx), limit=limit)
@@ -109,7 +109,7 @@ def inmemory_workload(store: MemoryStore, loaded: Loaded, cfg: BenchConfig) -> l
         return [rid for rid, _ in rank(docs, query)[: ctx.limit]]
 
     same_sets = all(
-        {it.key for it in search(ctx, q, _ALL)} == answer[1]
+        {it.key for it in search(ctx, q, _ALL)} == answer.eligible
         for ctx, q, answer in zip(contexts, loaded.queries, answers, strict=True)
     )
     ranked_exact = all(

@@ -187,7 +187,8 @@ def _checks(row: dict[str, Any]) -> str:
         return f"agrees with explain=True: {'yes' if row['agrees_with_explain_recall'] else 'NO'}"
     if workload == "naive_topk_filter":
         return (
-            f"k={row['k']:,}: recall {row['recall_vs_oracle']:.2f} vs graphmem "
+            f"k={row['k']:,}: recall {row['recall_vs_oracle']:.2f} (of matching records "
+            f"{row['recall_of_matching_records']:.2f}) vs graphmem "
             f"{row['graphmem_recall_vs_oracle']:.2f}; graphmem speedup {row['speedup_p95']}x (p95)"
         )
     if workload == "trace":
