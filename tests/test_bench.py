@@ -18,6 +18,7 @@ from graphmem import MemoryStore
 from graphmem.backends.neo4j import Neo4jBackend
 from graphmem.bench import BenchConfig, attach_target, recall_workload, run_size, to_markdown
 from graphmem.bench.plot import plot
+from graphmem.bench.workloads import explain_workload, load_main
 from graphmem.cli import cli
 from graphmem.testing.neo4j_server import Neo4jTarget
 
@@ -198,6 +199,16 @@ def test_cli_bench_rejects_unknown_workloads() -> None:
     result = CliRunner().invoke(cli, ["bench", "--records", "300", "--workloads", "recall,trace"])
     assert result.exit_code == 2
     assert "unknown ['recall']" in result.output
+
+
+def test_explain_with_fewer_timed_calls_than_callers() -> None:
+    config = BenchConfig(in_scope=50, repeats=1, contexts=8)  # 5 warm-up + 1 timed call, 8 callers
+    with MemoryStore.embedded() as store:
+        loaded = load_main(store, "bench-few", 200, config)
+        recall, one = explain_workload(store, loaded, config)
+    assert recall["decision_per_candidate"] is True
+    assert recall["latency"]["n"] == 1
+    assert one["agrees_with_explain_recall"] is True
 
 
 def test_first_recall_workload_still_answers() -> None:
