@@ -491,8 +491,13 @@ def bench(
     from rich.progress import Progress
 
     from graphmem.bench import BenchConfig, run_bench, tables, to_markdown
+    from graphmem.bench.runner import ONLY_ON
 
     workloads = _workload_names(workload_values)
+    asked = workloads if workload_values else ()
+    wrong = [w for w in asked if ONLY_ON.get(w, backend) != backend]
+    if wrong:
+        raise click.UsageError(f"{', '.join(wrong)} needs --backend {ONLY_ON[wrong[0]]}")
     if not sizes:
         sizes = (10_000, 100_000) if backend == "embedded" else (10_000, 100_000, 1_000_000)
     base = BenchConfig(

@@ -199,6 +199,9 @@ def test_cli_bench_rejects_unknown_workloads() -> None:
     result = CliRunner().invoke(cli, ["bench", "--records", "300", "--workloads", "recall,trace"])
     assert result.exit_code == 2
     assert "unknown ['recall']" in result.output
+    result = CliRunner().invoke(cli, ["bench", "--records", "300", "--workloads", "naive"])
+    assert result.exit_code == 2
+    assert "naive needs --backend neo4j" in result.output
 
 
 def test_explain_with_fewer_timed_calls_than_callers() -> None:
