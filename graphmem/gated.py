@@ -10,10 +10,11 @@ hold them to that.
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 from bisect import bisect_left, bisect_right, insort
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -29,7 +30,18 @@ from graphmem.receipts import (
     json_string,
 )
 
-__all__ = ["LIMITED", "Gated", "GroupView", "Outcomes", "RowGate", "ScopeGroup", "ViewGate", "as_gated"]
+__all__ = [
+    "LIMITED",
+    "Gated",
+    "GroupView",
+    "MergeCache",
+    "Outcomes",
+    "RowGate",
+    "ScopeGroup",
+    "Verdicts",
+    "ViewGate",
+    "as_gated",
+]
 
 Outcomes = Mapping[str, tuple[bool, DropReason | None, float]]
 """Ranked survivors' final decisions: record id → (selected, reason, score).
@@ -179,10 +191,75 @@ def _gate_key(ctx: ReadContext, in_scope: bool) -> tuple[object, ...]:
     return (ctx.tenant, ctx.policy, ctx.kinds, ctx.clearance, ctx.environment, in_scope)
 
 
-class GroupView:
+Row = tuple[str, str, str | None, str | None]
+"""(id, id as JSON, the drop's decision fragment, the survivor's fragment for the commonest
+outcome — unmatched and past the limit); one of the two fragments is None."""
+
+
+class Verdicts:
+    """Gate verdicts on a set of candidates, ready for ranking and digests."""
+
+    __slots__ = ("_digests", "candidate_fragments", "corpus", "dropped", "rows")
+
+    rows: list[Row]  # by id
+    candidate_fragments: list[str]  # in the order of ``rows``
+    dropped: list[tuple[str, DropReason]]  # by id
+    corpus: Prepared
+
+    def __init__(self) -> None:
+        self.rows, self.candidate_fragments, self.dropped = [], [], []
+        self.corpus = Prepared([])
+        self._digests: tuple[str, bytes, list[int]] | None = None
+
+    def digests(self) -> tuple[str, bytes, list[int]]:
+        """(candidates digest, the decisions' canonical JSON with every survivor at the usual
+        outcome, where each row's fragment starts in it — plus where the array ends)."""
+        if self._digests is None:
+            fragments = [(dropped or limited or "").encode("utf-8") for _, _, dropped, limited in self.rows]
+            starts, at = [], 1
+            for fragment in fragments:
+                starts.append(at)
+                at += len(fragment) + 1
+            starts.append(at)
+            usual = b"[" + b",".join(fragments) + b"]"
+            self._digests = (digest_of_fragments(self.candidate_fragments), usual, starts)
+        return self._digests
+
+    @classmethod
+    def merged(cls, parts: Sequence[Verdicts]) -> Verdicts:
+        """The verdicts of several disjoint sets as one."""
+        merged = cls()
+        pairs = list(heapq.merge(*(zip(p.rows, p.candidate_fragments, strict=True) for p in parts)))
+        merged.rows = [row for row, _ in pairs]
+        merged.candidate_fragments = [fragment for _, fragment in pairs]
+        merged.dropped = list(heapq.merge(*(p.dropped for p in parts)))
+        merged.corpus = Prepared(doc for p in parts for doc in p.corpus.docs.values())
+        return merged
+
+
+class MergeCache:
+    """The last few merges of group views, valid while none of their views changed."""
+
+    __slots__ = ("_entries",)
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[tuple[GroupView, int], ...], Verdicts] = {}
+
+    def get(self, views: Sequence[GroupView]) -> Verdicts:
+        key = tuple((v, v.version) for v in views)
+        found = self._entries.pop(key, None)
+        if found is None:
+            found = Verdicts.merged(views)
+            while len(self._entries) >= 4:
+                del self._entries[next(iter(self._entries))]
+        self._entries[key] = found  # most recently used last
+        return found
+
+
+class GroupView(Verdicts):
     """One scope group's verdicts for one read, kept in step with the group's writes."""
 
-    __slots__ = ("candidate_fragments", "corpus", "ctx", "dropped", "in_scope", "key", "rows")
+    __slots__ = ("ctx", "in_scope", "key", "version")
 
     def __init__(
         self, ordered: Sequence[tuple[str, str, Candidate]], ctx: ReadContext, in_scope: bool
@@ -190,11 +267,11 @@ class GroupView:
         self.ctx = ctx
         self.in_scope = in_scope
         self.key = _gate_key(ctx, in_scope)
-        # By id: (id, id as JSON, the drop's decision fragment, the survivor's fragment for
-        # the commonest outcome — unmatched and past the limit); one of the two is None.
-        self.rows: list[tuple[str, str, str | None, str | None]] = []
-        self.candidate_fragments: list[str] = []  # in the order of ``rows``
-        self.dropped: list[tuple[str, DropReason]] = []  # by id
+        self.version = 0
+        self._digests = None
+        self.rows = []
+        self.candidate_fragments = []
+        self.dropped = []
         survivors: list[Document] = []
         for _, id_json, cand in ordered:
             reason = drop_reason(cand, ctx, in_scope)
@@ -208,6 +285,8 @@ class GroupView:
 
     def patch(self, rid: str, old: Candidate | None, new: Candidate | None, id_json: str) -> None:
         """Replace the verdict on record ``rid``: ``old`` leaves (if any), ``new`` arrives (if any)."""
+        self.version += 1
+        self._digests = None
         at = bisect_left(self.rows, (rid,))
         if old is not None:
             id_json = self.rows[at][1]
@@ -226,7 +305,7 @@ class GroupView:
                 insort(self.dropped, (rid, reason))
 
 
-def _row(cand: Candidate, id_json: str, reason: DropReason | None) -> tuple[str, str, str | None, str | None]:
+def _row(cand: Candidate, id_json: str, reason: DropReason | None) -> Row:
     if reason is None:
         return cand.id, id_json, None, decision_fragment(id_json, *LIMITED)
     return cand.id, id_json, decision_fragment(id_json, False, reason, None), None
@@ -237,47 +316,45 @@ def _document(cand: Candidate) -> Document:
 
 
 class ViewGate:
-    """The views a context reaches, combined as one ``Gated``."""
+    """The verdicts a context reaches (one group's view, or several merged) as a ``Gated``."""
 
-    __slots__ = ("views",)
+    __slots__ = ("verdicts",)
 
-    def __init__(self, views: list[GroupView]) -> None:
-        self.views = views
-
-    def _merged(
-        self, lists: list[list[tuple[str, str, str | None]]]
-    ) -> Iterable[tuple[str, str, str | None]]:
-        return lists[0] if len(lists) == 1 else heapq.merge(*lists)
+    def __init__(self, verdicts: Verdicts) -> None:
+        self.verdicts = verdicts
 
     @property
     def survivors(self) -> list[Document]:
-        return [doc for v in self.views for doc in v.corpus.docs.values()]
+        return list(self.verdicts.corpus.docs.values())
 
-    def dropped(self) -> Iterator[tuple[str, DropReason]]:
-        return heapq.merge(*(v.dropped for v in self.views))
+    def dropped(self) -> Iterable[tuple[str, DropReason]]:
+        return self.verdicts.dropped
 
     def ranked(self, query: str, query_embedding: Sequence[float] | None) -> list[tuple[str, float]]:
-        return rank_prepared([v.corpus for v in self.views], query, query_embedding)
+        return rank_prepared([self.verdicts.corpus], query, query_embedding)
 
     def candidates_digest(self) -> str:
-        if len(self.views) == 1:
-            return digest_of_fragments(self.views[0].candidate_fragments)
-        rows = heapq.merge(*(zip(v.rows, v.candidate_fragments, strict=True) for v in self.views))
-        return digest_of_fragments(fragment for _, fragment in rows)
+        return self.verdicts.digests()[0]
 
     def decisions_digest(self, outcomes: Outcomes) -> str:
-        rows = self.views[0].rows if len(self.views) == 1 else heapq.merge(*(v.rows for v in self.views))
-
-        def fragments() -> Iterator[str]:
-            for rid, id_json, dropped, limited in rows:
-                if dropped is not None:
-                    yield dropped
-                else:
-                    outcome = outcomes.get(rid)
-                    yield (
-                        limited
-                        if outcome is None and limited
-                        else decision_fragment(id_json, *outcome or LIMITED)
-                    )
-
-        return digest_of_fragments(fragments())
+        # The digest of every survivor at the usual outcome is precomputed as bytes; only the
+        # survivors whose outcome differs (the selected and the matched) are spliced in.
+        v = self.verdicts
+        _, usual, starts = v.digests()
+        changed: list[tuple[int, bytes]] = []
+        for rid, outcome in outcomes.items():
+            at = bisect_left(v.rows, (rid,))
+            _, id_json, _, limited = v.rows[at]
+            spliced = decision_fragment(id_json, *outcome)
+            if spliced != limited:
+                changed.append((at, spliced.encode("utf-8")))
+        changed.sort()
+        digest = hashlib.sha256()
+        text = memoryview(usual)
+        done = 0
+        for at, fragment in changed:
+            digest.update(text[done : starts[at]])
+            digest.update(fragment)
+            done = starts[at + 1] - 1  # the fragment ends just before the next comma (or "]")
+        digest.update(text[done:])
+        return digest.hexdigest()

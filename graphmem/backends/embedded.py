@@ -31,7 +31,7 @@ from graphmem.backends.base import (
 from graphmem.backends.journal import Journal
 from graphmem.errors import ConflictError
 from graphmem.gate import Candidate, drop_reason
-from graphmem.gated import ScopeGroup, ViewGate
+from graphmem.gated import MergeCache, ScopeGroup, Verdicts, ViewGate
 from graphmem.model import AuditEvent, DropReason, MemoryRecord, ReadContext, Source, Status, scope_type
 
 __all__ = ["EmbeddedBackend"]
@@ -68,6 +68,8 @@ class EmbeddedBackend:
         self._invalidated_at: dict[Node, datetime] = {}
         # Gate facts per record, grouped by the scope the record applies to.
         self._by_scope: dict[Node, ScopeGroup] = {}
+        # Recent merges of several groups' views, for reads that reach many scopes.
+        self._merges = MergeCache()
         # Records by (tenant, normalised content hash), for deduplication.
         self._by_hash: dict[tuple[str, str], set[Node]] = {}
         self._journal: Journal | None = None
@@ -270,7 +272,9 @@ class EmbeddedBackend:
                 group = self._by_scope.get(_scope(ctx.tenant, scope))
                 if group and group.members:
                     views.append(group.view(ctx, scope in matching))
-            return ViewGate(views)
+            if len(views) == 1:
+                return ViewGate(views[0])
+            return ViewGate(self._merges.get(views) if views else Verdicts())
 
     def gate_one(self, ctx: ReadContext, record_id: str) -> tuple[str, DropReason | None] | None:
         record = self.get(ctx.tenant, record_id)
