@@ -145,6 +145,7 @@ def run_bench(
     if unknown:
         raise ValueError(f"unknown workload(s) {unknown}; choose from {', '.join(WORKLOADS)}")
     rows: list[dict[str, Any]] = []
+    started = datetime.now(UTC).isoformat(timespec="seconds")
     load_before = _load_average()
     for size in sizes:
         with open_store() as store:
@@ -154,7 +155,7 @@ def run_bench(
     config["forget_mode"] = cfg.forget_mode.value
     return {
         "graphmem": __version__,
-        "started": datetime.now(UTC).isoformat(timespec="seconds"),
+        "started": started,
         "machine": {
             "python": platform.python_version(),
             "platform": platform.platform(),
