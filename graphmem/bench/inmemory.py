@@ -30,6 +30,7 @@ through procedures the gate drops as ``precondition_unmet`` (counted).
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -75,8 +76,6 @@ def _filter(ctx: ReadContext) -> dict[str, Any]:
 def inmemory_workload(store: MemoryStore, loaded: Loaded, cfg: BenchConfig) -> list[dict[str, Any]]:
     """The recall tenant's records in an ``InMemoryStore``; its filtered search timed against
     graphmem's recall on the same callers, both checked against the oracle."""
-    import time
-
     from langgraph.store.base import PutOp
     from langgraph.store.memory import InMemoryStore
 
@@ -141,7 +140,10 @@ def inmemory_workload(store: MemoryStore, loaded: Loaded, cfg: BenchConfig) -> l
         return selection
 
     graphmem = timed(recall, "graphmem recall (both capabilities)")
-    plain = timed(lambda k: search(contexts[k], loaded.queries[k], 10), "InMemoryStore.search, filter only")
+    plain = timed(
+        lambda k: search(contexts[k], loaded.queries[k], contexts[k].limit),
+        "InMemoryStore.search, filter only",
+    )
     ranked = timed(lambda k: search_ranked(contexts[k], loaded.queries[k]), "InMemoryStore.search + BM25")
     graphmem_exact = all(ids == expected[k] for k, ids in recalled)
     common = {
