@@ -160,6 +160,9 @@ def build_record(
         preconditions = preconditions or ["gw-v2"]
     if valid_from is not None and valid_to is not None and valid_to <= valid_from:
         valid_to = None
+    expires_at, start = spec["expires_at"], valid_from or event_time
+    if expires_at is not None and start is not None and expires_at <= start:
+        expires_at = None
     procedural = kind is Kind.PROCEDURAL
     return MemoryRecord(
         id=record_id,
@@ -171,7 +174,7 @@ def build_record(
         event_time=event_time,
         valid_from=valid_from,
         valid_to=valid_to,
-        expires_at=spec["expires_at"],
+        expires_at=expires_at,
         outcome=outcome,
         status=spec["status"],
         policy=spec["policy"],
