@@ -301,6 +301,12 @@ class MemoryStore(LineageOps, WriteGateOps):
     ) -> Selection:
         if not isinstance(ctx, ReadContext):
             raise ContractViolation("recall() needs a ReadContext", code="not_a_context")
+        with self.backend.reading():
+            return self._recall_now(ctx, query, explain, query_embedding)
+
+    def _recall_now(
+        self, ctx: ReadContext, query: str, explain: bool, query_embedding: Sequence[float] | None
+    ) -> Selection:
         gated = as_gated(self.backend.gate(ctx))
         ranked = gated.ranked(query, query_embedding)
         # Scores are descending, so those below the minimum form a suffix.

@@ -8,6 +8,7 @@ records and the graph facts the gate needs; the gate itself lives in
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Literal, Protocol, Union
@@ -209,5 +210,9 @@ class Backend(Protocol):
         ...
 
     def audit(self, tenant: str, record_id: str | None, since: datetime | None) -> list[AuditEvent]: ...
+
+    def reading(self) -> AbstractContextManager[object]:
+        """Hold writes off while a read works over what ``gate`` returned."""
+        ...
 
     def close(self) -> None: ...

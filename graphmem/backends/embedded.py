@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -442,6 +443,10 @@ class EmbeddedBackend:
             if (record_id is None or record_id in e.record_ids) and (since is None or e.at >= since)
         ]
         return sorted(events, key=lambda e: e.at)  # stable: events of one instant keep their order
+
+    def reading(self) -> AbstractContextManager[object]:
+        # Gate views are kept in step with writes in place, so a read holds the write lock.
+        return self._lock
 
     def close(self) -> None:
         if self._journal is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -495,6 +496,9 @@ class Neo4jBackend:
     def audit(self, tenant: str, record_id: str | None, since: datetime | None) -> list[AuditEvent]:
         rows = self._read("audit_events", tenant=tenant, record_id=record_id, since=micros(since))
         return [AuditEvent.model_validate_json(r["json"]) for r in rows]
+
+    def reading(self) -> AbstractContextManager[object]:
+        return nullcontext()  # every read is its own transaction
 
     def close(self) -> None:
         if self._owns_driver:
