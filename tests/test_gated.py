@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import itertools
 import random
+import sys
+import threading
 from datetime import timedelta
 from typing import Any
 
@@ -31,7 +33,7 @@ from graphmem.gated import LIMITED, RowGate, ScopeGroup, ViewGate
 from graphmem.model import DropReason
 from graphmem.model.canonical import canonical_json
 from graphmem.ranking import Prepared, rank, rank_prepared
-from graphmem.receipts import decision_fragment, json_string
+from graphmem.receipts import candidates_digest, decision_fragment, json_string
 from tests.conftest import T0
 
 H = timedelta(hours=1)
@@ -201,3 +203,53 @@ def test_group_views_are_bounded() -> None:
     for i in range(10):
         group.view(ReadContext(tenant="t", scopes=("case:a",), now=T0, environment=(f"e{i}",)), True)
     assert len(group._views) <= 4
+
+
+def test_reads_and_writes_from_many_threads_stay_consistent() -> None:
+    """Views are kept in step with writes in place: a read never sees a half-applied write."""
+    store = MemoryStore.embedded(audit_recalls=False)
+    store.scope_within("t", "case:a", "workspace:w")
+    store.add_many(_records("t", random.Random(1), 60))
+    ctx = ReadContext(tenant="t", scopes=("case:a",), now=T0, environment=("cap-a", "cap-b"))
+    failures: list[BaseException] = []
+
+    def write(seed: int) -> None:
+        rng = random.Random(seed)
+        try:
+            for i in range(40):
+                (fresh,) = _records("t", rng, 1)
+                store.add(fresh.model_copy(update={"id": f"w{seed}-{i}", "scope": "case:a"}))
+        except BaseException as err:  # collected and asserted below
+            failures.append(err)
+
+    def read() -> None:
+        try:
+            for _ in range(60):
+                selection = store.recall(ctx, "gateway retry", explain=True)
+                assert selection.receipt.selected_ids == tuple(selection.ids)
+                ids = [d.record_id for d in selection.decisions]
+                assert len(set(ids)) == len(ids)
+                # Writes only add records, so the decisions' records pin down the candidate
+                # set the receipt must have seen: ranking and digests saw one state.
+                records = [store.get("t", i) for i in ids]
+                pairs = [(r.id, r.fingerprint()) for r in records if r is not None]
+                assert candidates_digest(pairs) == selection.receipt.candidates_digest
+        except BaseException as err:  # collected and asserted below
+            failures.append(err)
+
+    threads = [threading.Thread(target=write, args=(s,)) for s in range(3)]
+    threads += [threading.Thread(target=read) for _ in range(3)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads often, so unguarded reads would collide with writes
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert failures == []
+    # after the dust settles, the cached views equal a fresh gate
+    view = store.backend.gate(ctx)
+    reference = run_gate(store.backend.candidates(ctx), ctx)
+    assert view.candidates_digest() == RowGate(reference.verdicts, reference.survivors).candidates_digest()
