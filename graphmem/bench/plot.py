@@ -70,7 +70,7 @@ def plot(rows: Iterable[dict[str, Any]], path: str | Path) -> Path:
     lat_ax.yaxis.set_major_formatter(plain)
     lat_ax.set_ylabel("latency, ms (bar p95, dot p50; log)")
     lat_ax.set_title("graphmem workloads (red: target)")
-    lat_ax.legend(fontsize=8)
+    lat_ax.legend(fontsize=8, loc="upper left")
 
     base_ax = axes[1]
     present = [b for b in _BASELINES if any(r["workload"] == b[1] for r in rows)]
