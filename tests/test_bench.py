@@ -28,9 +28,11 @@ CONFIG = BenchConfig(
     in_scope=100,
     broad_scope_size=5,
     repeats=10,
+    warmup=1,
     contexts=5,
     cascades=CASCADES,
-    naive_ks=(5, 50, 1000),
+    forget_repeats=3,
+    naive_ks=(5, 1000),
 )
 
 

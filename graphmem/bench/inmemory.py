@@ -132,7 +132,7 @@ def inmemory_workload(store: MemoryStore, loaded: Loaded, cfg: BenchConfig) -> l
             return call(i % len(contexts))
 
         tick = cfg.progress(description, cfg.repeats)
-        return measure(one, cfg.repeats, budget_s=cfg.budget_s, tick=tick).summary()
+        return measure(one, cfg.repeats, cfg.warmup, budget_s=cfg.budget_s, tick=tick).summary()
 
     def recall(k: int) -> object:
         selection = store.recall(contexts[k], loaded.queries[k])

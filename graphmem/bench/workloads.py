@@ -73,6 +73,8 @@ class BenchConfig:
     broad_cap: int = 10_000
     """Broad recall reaches ``min(broad_fraction x records, broad_cap)`` records."""
     repeats: int = 200
+    warmup: int = 5
+    """Untimed calls before each timed workload."""
     budget_s: float = 20.0
     """Stop timing a workload after this many seconds once 20 samples exist."""
     contexts: int = 20
@@ -81,11 +83,15 @@ class BenchConfig:
     cascades: tuple[int, ...] = (1, 100, 10_000)
     forget_mode: ForgetMode = ForgetMode.REVOKE
     naive_ks: tuple[int, ...] = (100, 1_000, 10_000)
+    forget_repeats: int | None = None
+    """Repeats of every forget cascade; by default fewer for bigger cascades (``cascade_repeats``)."""
     batch: int = 5000
     progress: Progress = field(default=_quiet, compare=False)
 
     def cascade_repeats(self, dependents: int) -> int:
         """Each forget needs fresh dependents, so big cascades are repeated less."""
+        if self.forget_repeats is not None:
+            return self.forget_repeats
         if dependents <= 1:
             return 20
         if dependents <= 100:
@@ -137,7 +143,13 @@ def _timed_recalls(
         i += 1
         results.append((k, store.recall(contexts[k], query_list[k], explain=explain)))
 
-    latency = measure(one, cfg.repeats, budget_s=cfg.budget_s, tick=cfg.progress(description, cfg.repeats))
+    latency = measure(
+        one,
+        cfg.repeats,
+        warmup=cfg.warmup,
+        budget_s=cfg.budget_s,
+        tick=cfg.progress(description, cfg.repeats),
+    )
     exact = all(sel.ids == expected[k] for k, sel in results)
     first = dict(reversed(results))
     each = [
@@ -228,7 +240,11 @@ def explain_workload(store: MemoryStore, loaded: Loaded, cfg: BenchConfig) -> li
         return store.explain(loaded.contexts[k], rid, loaded.queries[k])
 
     one_latency = measure(
-        one, cfg.repeats, budget_s=cfg.budget_s, tick=cfg.progress("explain(ctx, id)", cfg.repeats)
+        one,
+        cfg.repeats,
+        warmup=cfg.warmup,
+        budget_s=cfg.budget_s,
+        tick=cfg.progress("explain(ctx, id)", cfg.repeats),
     )
     return [
         {
@@ -298,6 +314,7 @@ def naive_workload(
         latency = measure(
             one,
             cfg.repeats,
+            warmup=cfg.warmup,
             budget_s=cfg.budget_s,
             tick=cfg.progress(f"naive top-{k} then filter", cfg.repeats),
         )
@@ -410,7 +427,11 @@ def trace_workload(store: MemoryStore, tenant: str, cfg: BenchConfig) -> dict[st
         return store.trace(tenant, leaves[i % len(leaves)])
 
     latency = measure(
-        one, cfg.repeats, budget_s=cfg.budget_s, tick=cfg.progress(f"trace depth {depth}", cfg.repeats)
+        one,
+        cfg.repeats,
+        warmup=cfg.warmup,
+        budget_s=cfg.budget_s,
+        tick=cfg.progress(f"trace depth {depth}", cfg.repeats),
     )
     return {
         "workload": "trace",
