@@ -69,6 +69,32 @@ def _check_no_cycle(group: list[MemoryRecord]) -> None:
             visit(record_id)
 
 
+def _outcomes(
+    ranked: list[tuple[str, float]], ctx: ReadContext, every: bool
+) -> dict[str, tuple[bool, DropReason | None, float]]:
+    """The decision (selected, reason, score) on each ranked survivor, in rank order.
+
+    Without ``every``, survivors past the limit that scored zero — the usual bulk,
+    ``LIMITED`` — are left out: receipts' digests take them as read.
+    """
+    # Scores are descending, so those below the minimum form a suffix.
+    eligible = len(ranked)
+    while eligible and ranked[eligible - 1][1] < ctx.min_score:
+        eligible -= 1
+    chosen = min(ctx.limit, eligible)
+    matched = chosen
+    while matched < eligible and ranked[matched][1] != 0.0:
+        matched += 1
+    outcomes: dict[str, tuple[bool, DropReason | None, float]] = {
+        rid: (True, None, score) for rid, score in ranked[:chosen]
+    }
+    outcomes.update((rid, (False, DropReason.SELECTION_LIMIT, s)) for rid, s in ranked[chosen:matched])
+    if every:
+        outcomes.update((rid, LIMITED) for rid, _ in ranked[matched:eligible])
+    outcomes.update((rid, (False, DropReason.BELOW_MIN_SCORE, s)) for rid, s in ranked[eligible:])
+    return outcomes
+
+
 class MemoryStore(LineageOps, WriteGateOps):
     """Typed, governed memory. Open with ``embedded()``, ``neo4j()`` or ``open(uri)``."""
 
@@ -309,23 +335,8 @@ class MemoryStore(LineageOps, WriteGateOps):
     ) -> Selection:
         gated = as_gated(self.backend.gate(ctx))
         ranked = gated.ranked(query, query_embedding)
-        # Scores are descending, so those below the minimum form a suffix.
-        eligible = len(ranked)
-        while eligible and ranked[eligible - 1][1] < ctx.min_score:
-            eligible -= 1
-        chosen = min(ctx.limit, eligible)
-        selected_ids = [rid for rid, _ in ranked[:chosen]]
-        # Survivors past the limit that scored zero are the usual bulk: they stay implicit.
-        matched = chosen
-        while matched < eligible and ranked[matched][1] != 0.0:
-            matched += 1
-        outcomes: dict[str, tuple[bool, DropReason | None, float]] = {
-            rid: (True, None, score) for rid, score in ranked[:chosen]
-        }
-        outcomes.update((rid, (False, DropReason.SELECTION_LIMIT, s)) for rid, s in ranked[chosen:matched])
-        if explain:
-            outcomes.update((rid, LIMITED) for rid, _ in ranked[matched:eligible])
-        outcomes.update((rid, (False, DropReason.BELOW_MIN_SCORE, s)) for rid, s in ranked[eligible:])
+        outcomes = _outcomes(ranked, ctx, every=explain)
+        selected_ids = [rid for rid, _ in ranked[: min(ctx.limit, len(ranked))] if outcomes[rid][0]]
         receipt = build_receipt(
             ctx,
             query,
@@ -366,10 +377,12 @@ class MemoryStore(LineageOps, WriteGateOps):
             raise NotFound(f"no record {record_id!r} in tenant {ctx.tenant!r}")
         if found[1] is not None:
             return Decision(record_id=record_id, selected=False, reason=found[1])
-        for decision in self._recall(ctx, query, True, None).decisions:
-            if decision.record_id == record_id:
-                return decision
-        raise NotFound(f"record {record_id!r} changed while it was explained; ask again")
+        with self.backend.reading():
+            ranked = as_gated(self.backend.gate(ctx)).ranked(query, None)
+        outcome = _outcomes(ranked, ctx, every=True).get(record_id)
+        if outcome is None:
+            raise NotFound(f"record {record_id!r} changed while it was explained; ask again")
+        return Decision(record_id=record_id, selected=outcome[0], reason=outcome[1], score=outcome[2])
 
     def verify(self, receipt: Receipt, ctx: ReadContext) -> bool:
         """Recompute ``receipt`` against the store as of ``ctx.now``; False on any difference."""
