@@ -1,12 +1,13 @@
-// record INVALIDATED_BY a memory or a source from row.at; record.invalidated_at keeps the earliest.
+// record INVALIDATED_BY a memory or a source from row.at; record.invalidated_at
+// keeps the earliest, mirrored in its gate list (entry 9).
 UNWIND $rows AS row
-MATCH (record:Memory {tenant: row.tenant, id: row.src})
+MATCH (record:Memory {tenant: $tenant, id: row.src})
 CALL (row) {
-  MATCH (cause:Memory {tenant: row.tenant, id: row.dst})
+  MATCH (cause:Memory {tenant: $tenant, id: row.dst})
   WHERE NOT row.dst_is_source
   RETURN cause
   UNION
-  MATCH (cause:Source {tenant: row.tenant, id: row.dst})
+  MATCH (cause:Source {tenant: $tenant, id: row.dst})
   WHERE row.dst_is_source
   RETURN cause
 }
@@ -15,3 +16,4 @@ SET e.at = row.at, e.reason = row.reason
 SET record.invalidated_at = CASE
   WHEN record.invalidated_at IS NULL OR row.at < record.invalidated_at THEN row.at
   ELSE record.invalidated_at END
+SET record.g = record.g[0..9] + [record.invalidated_at]

@@ -1,9 +1,11 @@
-// newer SUPERSEDES older from row.at; older.superseded_at keeps the earliest effect time.
+// newer SUPERSEDES older from row.at; older.superseded_at keeps the earliest
+// effect time, mirrored in its gate list (entry 8).
 UNWIND $rows AS row
-MATCH (newer:Memory {tenant: row.tenant, id: row.src})
-MATCH (older:Memory {tenant: row.tenant, id: row.dst})
+MATCH (newer:Memory {tenant: $tenant, id: row.src})
+MATCH (older:Memory {tenant: $tenant, id: row.dst})
 MERGE (newer)-[e:SUPERSEDES]->(older)
 SET e.at = row.at, e.reason = row.reason
 SET older.superseded_at = CASE
   WHEN older.superseded_at IS NULL OR row.at < older.superseded_at THEN row.at
   ELSE older.superseded_at END
+SET older.g = older.g[0..8] + [older.superseded_at] + older.g[9..]

@@ -1,42 +1,52 @@
 // The read gate as a traversal: candidates are the tenant's memories whose
-// APPLIES_TO scope is reachable upward (WITHIN*) from the context's entry
+// APPLIES_TO scope is reachable upward (WITHIN*0..) from the context's entry
 // scopes, or the one record $record_id wherever it applies. Each gets the
-// first failing check of the fixed order as its reason (null = eligible);
-// survivors also return what ranking needs. Mirrors graphmem.gate.drop_reason.
+// first failing check of the fixed order as its reason (null = eligible).
+// Mirrors graphmem.gate.drop_reason.
+//
+// The checks read the node's gate list m.g (one property, written with the
+// record): 0 kind (index into $kind_mask: working, episodic, semantic,
+// procedural), 1 status (0 active, else m.status is the reason), 2 start and
+// 3 end of validity in µs (absent = -2^63+1 / 2^63-1), 4 sensitivity rank,
+// 5 verified success (1/0), 6 recency in µs, 7 has an embedding (1/0),
+// 8 superseded at and 9 invalidated at in µs (2^63-1 = never).
+// wrong_tenant cannot occur: every candidate is reached through one of the
+// tenant's own nodes, and no edge crosses tenants.
+//
+// One row: candidate ids, fingerprints and reasons ('' = eligible) as
+// parallel lists, and [id, content, recency µs, embedding] per survivor.
 CALL () {
   WITH 1 AS _ WHERE $record_id IS NULL
   MATCH (entry:Scope {tenant: $tenant})
   WHERE entry.key IN $entry_scopes
   MATCH (entry)-[:WITHIN*0..]->(s:Scope)
   WITH DISTINCT s
+  WITH s, s.type <> 'run' OR s.key IN $own_runs AS in_scope
   MATCH (m:Memory)-[:APPLIES_TO]->(s)
-  RETURN m, s, true AS reachable
-  UNION
+  RETURN m, in_scope
+  UNION ALL
   WITH 1 AS _ WHERE $record_id IS NOT NULL
   MATCH (m:Memory {tenant: $tenant, id: $record_id})-[:APPLIES_TO]->(s:Scope)
-  RETURN m, s, EXISTS {
+  RETURN m, (s.type <> 'run' OR s.key IN $own_runs) AND EXISTS {
     MATCH (entry:Scope {tenant: $tenant})-[:WITHIN*0..]->(s)
     WHERE entry.key IN $entry_scopes
-  } AS reachable
+  } AS in_scope
 }
-WITH m, reachable AND (s.type <> 'run' OR s.key IN $own_runs) AS in_scope
-WITH m, CASE
-  WHEN NOT m.kind IN $kinds THEN 'kind_not_requested'
-  WHEN m.tenant <> $tenant THEN 'wrong_tenant'
+WITH m, in_scope, m.g AS g
+WITH m, g, CASE
+  WHEN NOT $kind_mask[g[0]] THEN 'kind_not_requested'
   WHEN m.policy <> $policy THEN 'policy_mismatch'
-  WHEN m.status <> 'active' THEN m.status
-  WHEN m.start IS NOT NULL AND $now < m.start THEN 'not_yet_valid'
-  WHEN m.end IS NOT NULL AND $now >= m.end THEN 'expired'
-  WHEN m.superseded_at IS NOT NULL AND m.superseded_at <= $now THEN 'superseded'
-  WHEN m.invalidated_at IS NOT NULL AND m.invalidated_at <= $now THEN 'invalidated'
+  WHEN g[1] <> 0 THEN m.status
+  WHEN $now < g[2] THEN 'not_yet_valid'
+  WHEN $now >= g[3] THEN 'expired'
+  WHEN g[8] <= $now THEN 'superseded'
+  WHEN g[9] <= $now THEN 'invalidated'
   WHEN NOT in_scope THEN 'scope_mismatch'
-  WHEN m.sensitivity_rank > $clearance_rank THEN 'insufficient_clearance'
-  WHEN m.kind = 'procedural' AND coalesce(m.outcome, '') <> 'verified-success' THEN 'outcome_ineligible'
-  WHEN m.kind = 'procedural' AND NOT all(p IN m.preconditions WHERE p IN $environment)
-    THEN 'precondition_unmet'
-  ELSE null
+  WHEN g[4] > $clearance_rank THEN 'insufficient_clearance'
+  WHEN g[0] = 3 AND g[5] = 0 THEN 'outcome_ineligible'
+  WHEN g[0] = 3 AND NOT all(p IN m.preconditions WHERE p IN $environment) THEN 'precondition_unmet'
+  ELSE ''
 END AS reason
-RETURN m.id AS id, m.fingerprint AS fingerprint, reason,
-  CASE WHEN reason IS NULL THEN m.content END AS content,
-  CASE WHEN reason IS NULL THEN m.recency END AS recency,
-  CASE WHEN reason IS NULL AND $with_embeddings THEN m.embedding END AS embedding
+RETURN collect(m.id) AS ids, collect(m.fingerprint) AS fingerprints, collect(reason) AS reasons,
+  collect(CASE WHEN reason = '' THEN [m.id, m.content, g[6], CASE WHEN g[7] = 1 THEN m.embedding END] END)
+    AS survivors

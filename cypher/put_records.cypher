@@ -1,33 +1,40 @@
-// Create or replace memory records with their kind label, APPLIES_TO scope,
-// cited sources and DERIVED_FROM parents. One row per record.
-UNWIND $rows AS row
-MERGE (m:Memory {tenant: row.tenant, id: row.id})
-SET m += row.props
-FOREACH (_ IN CASE WHEN row.props.kind = 'working' THEN [1] ELSE [] END | SET m:Working)
-FOREACH (_ IN CASE WHEN row.props.kind = 'episodic' THEN [1] ELSE [] END | SET m:Episodic)
-FOREACH (_ IN CASE WHEN row.props.kind = 'semantic' THEN [1] ELSE [] END | SET m:Semantic)
-FOREACH (_ IN CASE WHEN row.props.kind = 'procedural' THEN [1] ELSE [] END | SET m:Procedural)
-WITH m, row
+// Create or replace memory records of one tenant ($tenant), grouped by scope
+// like create_records.cypher (same row layout). A replaced record keeps its
+// SUPERSEDES / INVALIDATED_BY effect times in the last two gate entries.
+UNWIND $groups AS g
+MERGE (s:Scope {tenant: $tenant, key: g[0]})
+  ON CREATE SET s.type = g[1]
+WITH s, g
+UNWIND g[2] AS row
+MERGE (m:Memory {tenant: $tenant, id: row[0]})
+SET m += {
+  kind: row[1], scope: row[2], content: row[3], content_hash: row[4], status: row[5], policy: row[6],
+  sensitivity: row[7], confidence: row[8], outcome: row[9], writer: row[10], procedure_name: row[11],
+  procedure_version: row[12], preconditions: row[13], tags: row[14], embedding: row[15],
+  created_at: row[16], event_time: row[17], valid_from: row[18], valid_to: row[19],
+  expires_at: row[20], fingerprint: row[21], json: row[22]
+}
+SET m.g = row[23] + [coalesce(m.superseded_at, 9223372036854775807), coalesce(m.invalidated_at, 9223372036854775807)]
+FOREACH (_ IN CASE WHEN row[1] = 'working' THEN [1] ELSE [] END | SET m:Working)
+FOREACH (_ IN CASE WHEN row[1] = 'episodic' THEN [1] ELSE [] END | SET m:Episodic)
+FOREACH (_ IN CASE WHEN row[1] = 'semantic' THEN [1] ELSE [] END | SET m:Semantic)
+FOREACH (_ IN CASE WHEN row[1] = 'procedural' THEN [1] ELSE [] END | SET m:Procedural)
+WITH s, m, row
 CALL (m, row) {
   MATCH (m)-[old:APPLIES_TO]->(previous:Scope)
-  WHERE previous.key <> row.props.scope
+  WHERE previous.key <> row[2]
   DELETE old
 }
-MERGE (s:Scope {tenant: row.tenant, key: row.props.scope})
-  ON CREATE SET s.type = row.scope_type
 MERGE (m)-[:APPLIES_TO]->(s)
-WITH m, row
-CALL (m, row) {
-  UNWIND row.sources AS source
-  MERGE (x:Source {tenant: row.tenant, id: source.id})
+FOREACH (source IN row[24] |
+  MERGE (x:Source {tenant: $tenant, id: source.id})
   SET x += source
   MERGE (m)-[:CITES]->(x)
-}
+)
 ;
 
-// Lineage edges once every node of the batch exists, whatever the row order.
-UNWIND $rows AS row
-UNWIND row.derived_from AS parent_id
-MATCH (m:Memory {tenant: row.tenant, id: row.id})
-MATCH (parent:Memory {tenant: row.tenant, id: parent_id})
+// Lineage edges once every node of the batch exists: $lineage = [[child id, parent id], ...].
+UNWIND $lineage AS pair
+MATCH (m:Memory {tenant: $tenant, id: pair[0]})
+MATCH (parent:Memory {tenant: $tenant, id: pair[1]})
 MERGE (m)-[:DERIVED_FROM]->(parent)

@@ -1,7 +1,7 @@
 // Declare a typed RELATED edge between two scopes of one tenant per row.
 UNWIND $rows AS row
-MERGE (a:Scope {tenant: row.tenant, key: row.a})
+MERGE (a:Scope {tenant: $tenant, key: row.a})
   ON CREATE SET a.type = row.a_type
-MERGE (b:Scope {tenant: row.tenant, key: row.b})
+MERGE (b:Scope {tenant: $tenant, key: row.b})
   ON CREATE SET b.type = row.b_type
 MERGE (a)-[:RELATED {type: row.rel_type}]->(b)

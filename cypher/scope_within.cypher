@@ -1,7 +1,7 @@
-// Declare child WITHIN parent for each row; scopes are created on first use.
+// Declare child WITHIN parent for each row of one tenant; scopes are created on first use.
 UNWIND $rows AS row
-MERGE (child:Scope {tenant: row.tenant, key: row.child})
+MERGE (child:Scope {tenant: $tenant, key: row.child})
   ON CREATE SET child.type = row.child_type
-MERGE (parent:Scope {tenant: row.tenant, key: row.parent})
+MERGE (parent:Scope {tenant: $tenant, key: row.parent})
   ON CREATE SET parent.type = row.parent_type
 MERGE (child)-[:WITHIN]->(parent)

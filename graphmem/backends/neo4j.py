@@ -2,15 +2,19 @@
 
 Times are stored as integer microseconds since the Unix epoch (UTC) so the
 gate's comparisons are exact; each record also keeps its canonical JSON so a
-read returns exactly what was written. The gate runs inside the database
-(``gate.cypher``) and mirrors ``graphmem.gate.drop_reason``.
+read returns exactly what was written, and its gate inputs in one list
+property (``m.g``, see ``gate.cypher``) so the gate reads one property per
+candidate. The gate runs inside the database and mirrors
+``graphmem.gate.drop_reason``; it returns one row of parallel lists, which the
+driver decodes far faster than a row per candidate.
 """
 
 from __future__ import annotations
 
+import re
 import time
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -32,17 +36,61 @@ from graphmem.backends.base import (
 from graphmem.backends.cypher import cypher, statements
 from graphmem.errors import BackendUnavailable, ConflictError, GraphmemError
 from graphmem.gate import GateResult, validity_window
-from graphmem.model import AuditEvent, DropReason, MemoryRecord, ReadContext, Source, Status, scope_type
+from graphmem.model import (
+    AuditEvent,
+    DropReason,
+    Kind,
+    MemoryRecord,
+    ReadContext,
+    Source,
+    Status,
+    scope_type,
+)
+from graphmem.model.canonical import sha256
 
-__all__ = ["SCHEMA_VERSION", "Neo4jBackend"]
+__all__ = ["RECORD_ROW", "SCHEMA_VERSION", "Neo4jBackend"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICRO = timedelta(microseconds=1)
 _last_ord = 0
-# What an UpdateRecord may change: status, and what erasure removes.
-_UPDATABLE = ("status", "content", "content_hash", "embedding", "tags", "fingerprint", "json")
-_BATCH = 2000
+_BATCH = 2500
+#: Kinds in the order of their code in the gate list (``$kind_mask`` follows it).
+_KINDS = (Kind.WORKING, Kind.EPISODIC, Kind.SEMANTIC, Kind.PROCEDURAL)
+_KIND_CODE = {kind: i for i, kind in enumerate(_KINDS)}
+#: Stand-ins for absent times in the gate list (a stored list cannot hold null).
+_ALWAYS = -(2**63 - 1)
+_NEVER = 2**63 - 1
+#: The layout of a record row in create_records.cypher and put_records.cypher.
+RECORD_ROW = (
+    "id",
+    "kind",
+    "scope",
+    "content",
+    "content_hash",
+    "status",
+    "policy",
+    "sensitivity",
+    "confidence",
+    "outcome",
+    "writer",
+    "procedure_name",
+    "procedure_version",
+    "preconditions",
+    "tags",
+    "embedding",
+    "created_at",
+    "event_time",
+    "valid_from",
+    "valid_to",
+    "expires_at",
+    "fingerprint",
+    "json",
+    "gate",
+    "sources",
+)
+_REASONS: dict[str, DropReason | None] = {"": None, **{r.value: r for r in DropReason}}
+_PARAM = re.compile(r"\$([A-Za-z_]\w*)")
 T = TypeVar("T")
 
 
@@ -66,89 +114,116 @@ def _next_ord() -> int:
     return _last_ord
 
 
-def _record_row(record: MemoryRecord) -> dict[str, Any]:
+def _gate_list(record: MemoryRecord) -> list[int]:
+    """The record's gate inputs as gate.cypher reads them, without the two edge times."""
     start, end = validity_window(record)
     recency = record.valid_from or record.event_time or record.created_at
-    props: dict[str, Any] = {
-        "kind": record.kind.value,
-        "scope": record.scope,
-        "content": record.content,
-        "content_hash": record.content_hash,
-        "status": record.status.value,
-        "policy": record.policy,
-        "sensitivity": record.sensitivity.value,
-        "sensitivity_rank": record.sensitivity.rank,
-        "confidence": record.confidence,
-        "outcome": record.outcome,
-        "writer": record.writer,
-        "procedure_name": record.procedure_name,
-        "procedure_version": record.procedure_version,
-        "preconditions": list(record.preconditions),
-        "tags": list(record.tags),
-        "embedding": None if record.embedding is None else list(record.embedding),
-        "created_at": micros(record.created_at),
-        "event_time": micros(record.event_time),
-        "valid_from": micros(record.valid_from),
-        "valid_to": micros(record.valid_to),
-        "expires_at": micros(record.expires_at),
-        "start": micros(start),
-        "end": micros(end),
-        "recency": recency.timestamp(),
-        "fingerprint": record.fingerprint(),
-        "json": record.model_dump_json(),
-    }
-    return {
-        "tenant": record.tenant,
-        "id": record.id,
-        "props": props,
-        "scope_type": scope_type(record.scope),
-        # Quotes live only in the records that carry them, so erasing a record erases its quotes.
-        "sources": [s.model_dump(mode="json", exclude={"quote"}) for s in record.sources],
-        "derived_from": list(record.derived_from),
-    }
+    return [
+        _KIND_CODE[record.kind],
+        0 if record.status is Status.ACTIVE else 1,
+        _ALWAYS if start is None else (start - _EPOCH) // _MICRO,
+        _NEVER if end is None else (end - _EPOCH) // _MICRO,
+        record.sensitivity.rank,
+        1 if record.succeeded else 0,
+        (recency - _EPOCH) // _MICRO,
+        0 if record.embedding is None else 1,
+    ]
 
 
-def _rows(op: Op) -> tuple[str, dict[str, Any]]:
+def _json_and_fingerprint(record: MemoryRecord) -> tuple[str, str]:
+    """The canonical JSON once, and the fingerprint over it (``MemoryRecord.fingerprint``)."""
+    text = record.model_dump_json()
+    return text, sha256(text)
+
+
+def _sources(record: MemoryRecord) -> list[dict[str, Any]]:
+    # Quotes live only in the records that carry them, so erasing a record erases its quotes.
+    return [s.model_dump(mode="json", exclude={"quote"}) for s in record.sources]
+
+
+def _record_row(record: MemoryRecord) -> list[Any]:
+    """A record as the list ``RECORD_ROW`` lays out."""
+    text, fingerprint = _json_and_fingerprint(record)
+    return [
+        record.id,
+        record.kind.value,
+        record.scope,
+        record.content,
+        record.content_hash,
+        record.status.value,
+        record.policy,
+        record.sensitivity.value,
+        record.confidence,
+        record.outcome,
+        record.writer,
+        record.procedure_name,
+        record.procedure_version,
+        list(record.preconditions),
+        list(record.tags),
+        None if record.embedding is None else list(record.embedding),
+        micros(record.created_at),
+        micros(record.event_time),
+        micros(record.valid_from),
+        micros(record.valid_to),
+        micros(record.expires_at),
+        fingerprint,
+        text,
+        _gate_list(record),
+        _sources(record),
+    ]
+
+
+def _update_row(record: MemoryRecord) -> list[Any]:
+    """What an UpdateRecord may change: status, and what erasure removes (update_records.cypher)."""
+    text, fingerprint = _json_and_fingerprint(record)
+    return [
+        record.id,
+        record.status.value,
+        record.content,
+        record.content_hash,
+        None if record.embedding is None else list(record.embedding),
+        list(record.tags),
+        fingerprint,
+        text,
+        _gate_list(record),
+    ]
+
+
+def _rows(op: Op) -> tuple[str, str, Any]:
+    """(statement file, tenant, row) of one operation."""
     if isinstance(op, PutRecord):
-        return ("put_records" if op.replace else "create_records"), _record_row(op.record)
+        return ("put_records" if op.replace else "create_records"), op.record.tenant, op.record
     if isinstance(op, UpdateRecord):
-        full = _record_row(op.record)
-        full["props"] = {k: full["props"][k] for k in _UPDATABLE}
-        return "update_records", full
-    row: dict[str, Any]
+        return "update_records", op.record.tenant, op.record
     if isinstance(op, ScopeWithin):
-        row = {
-            "tenant": op.tenant,
+        row: dict[str, Any] = {
             "child": op.child,
             "parent": op.parent,
             "child_type": scope_type(op.child),
             "parent_type": scope_type(op.parent),
         }
-        return "scope_within", row
+        return "scope_within", op.tenant, row
     if isinstance(op, RelateScopes):
         row = {
-            "tenant": op.tenant,
             "a": op.a,
             "b": op.b,
             "rel_type": op.rel_type,
             "a_type": scope_type(op.a),
             "b_type": scope_type(op.b),
         }
-        return "relate_scopes", row
+        return "relate_scopes", op.tenant, row
     if isinstance(op, AddEdge):
         row = {
-            "tenant": op.tenant,
             "src": op.src,
             "dst": op.dst,
             "dst_is_source": op.dst_is_source,
             "at": micros(op.at),
             "reason": op.reason,
         }
-        return ("add_supersedes" if op.label == "SUPERSEDES" else "add_invalidated_by"), row
+        return ("add_supersedes" if op.label == "SUPERSEDES" else "add_invalidated_by"), op.tenant, row
     if isinstance(op, AppendAudit):
         event = op.event
         row = {
-            "tenant": event.tenant,
             "id": event.id,
             "action": event.action,
             "at": micros(event.at),
@@ -156,8 +231,30 @@ def _rows(op: Op) -> tuple[str, dict[str, Any]]:
             "record_ids": list(event.record_ids),
             "json": event.model_dump_json(),
         }
-        return "append_audit", row
+        return "append_audit", event.tenant, row
     raise GraphmemError(f"unknown operation {op!r}", code="unknown_operation")
+
+
+def _chunk_params(name: str, rows: list[Any]) -> Iterator[dict[str, Any]]:
+    """The parameters of each chunk of one statement group, at most ``_BATCH`` rows each."""
+    for i in range(0, len(rows), _BATCH):
+        chunk = rows[i : i + _BATCH]
+        if name in ("create_records", "put_records"):
+            groups: dict[str, list[Any]] = {}
+            for record in chunk:
+                group = groups.get(record.scope)
+                if group is None:
+                    group = groups[record.scope] = [record.scope, scope_type(record.scope), []]
+                group[2].append(_record_row(record))
+            lineage = [[r.id, parent] for r in chunk for parent in r.derived_from]
+            yield {"groups": list(groups.values()), "lineage": lineage}
+        elif name == "update_records":
+            yield {
+                "rows": [_update_row(record) for record in chunk],
+                "sources": [source for record in chunk for source in _sources(record)],
+            }
+        else:
+            yield {"rows": chunk}
 
 
 class Neo4jBackend:
@@ -168,6 +265,7 @@ class Neo4jBackend:
         self.database = database
         self.uri = uri
         self._owns_driver = False
+        self._schema_ok = False
 
     @classmethod
     def connect(
@@ -214,12 +312,11 @@ class Neo4jBackend:
         mode = neo4j.WRITE_ACCESS if write else neo4j.READ_ACCESS
         return self.driver.session(database=self.database, default_access_mode=mode)
 
-    def _run(self, work: Callable[[neo4j.ManagedTransaction], T], *, write: bool) -> T:
+    @contextmanager
+    def _errors(self, write: bool) -> Iterator[None]:
+        """Driver errors as graphmem errors."""
         try:
-            with self._session(write) as session:
-                if write:
-                    return session.execute_write(work)
-                return session.execute_read(work)
+            yield
         except (neo4j_errors.ServiceUnavailable, neo4j_errors.SessionExpired, OSError) as err:
             what = "the write was rolled back; nothing of it was stored" if write else "the read failed"
             raise BackendUnavailable(
@@ -238,6 +335,12 @@ class Neo4jBackend:
                 ) from err
             raise
 
+    def _run(self, work: Callable[[neo4j.ManagedTransaction], T], *, write: bool) -> T:
+        with self._errors(write), self._session(write) as session:
+            if write:
+                return session.execute_write(work)
+            return session.execute_read(work)
+
     def _read(self, name: str, **params: Any) -> list[neo4j.Record]:
         query = cypher(name)
 
@@ -253,19 +356,43 @@ class Neo4jBackend:
         version = rows[0]["version"] if rows else None
         return 0 if version is None else int(version)
 
+    def _require_schema(self) -> None:
+        """Refuse to read or write a store whose schema this version of graphmem does not know.
+
+        Checked once per backend. A database never set up (version 0) is fine:
+        what this version writes is already in the current layout.
+        """
+        if self._schema_ok:
+            return
+        version = self.schema_version()
+        if version > SCHEMA_VERSION or 0 < version < SCHEMA_VERSION:
+            action = (
+                "run `graphmem schema apply` (store.setup()) to migrate it"
+                if version < SCHEMA_VERSION
+                else "upgrade graphmem"
+            )
+            raise BackendUnavailable(
+                f"the Neo4j store at {self.uri} has schema version {version}; this version of "
+                f"graphmem uses {SCHEMA_VERSION}: {action}",
+                code="schema_version",
+            )
+        self._schema_ok = True
+
     def setup(self, embedding_dimensions: int | None = None) -> int:
         """Apply schema migrations up to ``SCHEMA_VERSION``, and the vector index when
         ``embedding_dimensions`` is given; idempotent. Returns the version."""
         current = self.schema_version()
         for version in range(current + 1, SCHEMA_VERSION + 1):
+            # Outside an explicit transaction: data migrations commit in batches.
             for statement in statements(f"schema_v{version}"):
-                self._write_one(statement, {})
+                self._write_auto(statement, {})
             self._write_one(
                 cypher("schema_set_version"), {"version": version, "applied_at": micros(datetime.now(UTC))}
             )
         if embedding_dimensions is not None:
             self._vector_index(embedding_dimensions)
         self._read("await_indexes", timeout_seconds=300)
+        self._schema_ok = current <= SCHEMA_VERSION
         return SCHEMA_VERSION
 
     def _write_one(self, query: str, params: dict[str, Any]) -> None:
@@ -273,6 +400,10 @@ class Neo4jBackend:
             tx.run(query, params).consume()
 
         self._run(work, write=True)
+
+    def _write_auto(self, query: str, params: dict[str, Any]) -> None:
+        with self._errors(True), self._session(True) as session:
+            session.run(query, params).consume()
 
     def _vector_index(self, dimensions: int) -> None:
         existing = self._read("vector_index_dimensions")
@@ -288,19 +419,23 @@ class Neo4jBackend:
     # -- writes -----------------------------------------------------------
 
     def apply(self, ops: Sequence[Op]) -> None:
-        groups: list[tuple[str, list[dict[str, Any]]]] = []
+        self._require_schema()
+        groups: list[tuple[str, str, list[Any]]] = []
         for op in ops:
-            name, row = _rows(op)
-            if groups and groups[-1][0] == name:
-                groups[-1][1].append(row)
+            name, tenant, row = _rows(op)
+            if groups and groups[-1][:2] == (name, tenant):
+                groups[-1][2].append(row)
             else:
-                groups.append((name, [row]))
+                groups.append((name, tenant, [row]))
+        batches = [
+            (name, tenant, params) for name, tenant, rows in groups for params in _chunk_params(name, rows)
+        ]
 
         def work(tx: neo4j.ManagedTransaction) -> None:
-            for name, rows in groups:
+            for name, tenant, params in batches:
                 for query in statements(name):
-                    for i in range(0, len(rows), _BATCH):
-                        tx.run(query, {"rows": rows[i : i + _BATCH]}).consume()
+                    used = {k: params[k] for k in _PARAM.findall(query) if k in params}
+                    tx.run(query, {"tenant": tenant, **used}).consume()
 
         self._run(work, write=True)
 
@@ -331,45 +466,36 @@ class Neo4jBackend:
         found = {r["key"] for r in self._read("scope_ancestors", tenant=tenant, scopes=list(scopes))}
         return found | set(scopes)
 
-    def _gate_params(self, ctx: ReadContext, record_id: str | None) -> dict[str, Any]:
-        return {
-            "tenant": ctx.tenant,
-            "record_id": record_id,
-            "entry_scopes": list(ctx.entry_scopes),
-            "own_runs": list(ctx.own_runs),
-            "kinds": [k.value for k in ctx.kinds],
-            "policy": ctx.policy,
-            "now": micros(ctx.now),
-            "clearance_rank": ctx.clearance.rank,
-            "environment": list(ctx.environment),
-            "with_embeddings": True,
-        }
+    def _gate(self, ctx: ReadContext, record_id: str | None) -> tuple[list[Any], ...]:
+        self._require_schema()
+        row = self._read(
+            "gate",
+            tenant=ctx.tenant,
+            record_id=record_id,
+            entry_scopes=list(ctx.entry_scopes),
+            own_runs=list(ctx.own_runs),
+            kind_mask=[kind in ctx.kinds for kind in _KINDS],
+            policy=ctx.policy,
+            now=micros(ctx.now),
+            clearance_rank=ctx.clearance.rank,
+            environment=list(ctx.environment),
+        )[0]
+        return row[0], row[1], row[2], row[3]
 
     def gate(self, ctx: ReadContext) -> GateResult:
-        rows = self._read("gate", **self._gate_params(ctx, None))
-        verdicts: list[tuple[str, str, DropReason | None]] = []
-        survivors: list[tuple[str, str, float, tuple[float, ...] | None]] = []
-        for row in rows:
-            reason = None if row["reason"] is None else DropReason(row["reason"])
-            verdicts.append((row["id"], row["fingerprint"], reason))
-            if reason is None:
-                embedding = row["embedding"]
-                survivors.append(
-                    (
-                        row["id"],
-                        row["content"],
-                        row["recency"],
-                        None if embedding is None else tuple(embedding),
-                    )
-                )
+        ids, fingerprints, reasons, alive = self._gate(ctx, None)
+        verdicts = [(i, f, _REASONS[r]) for i, f, r in zip(ids, fingerprints, reasons, strict=True)]
+        survivors = [
+            (i, content, recency / 1_000_000, None if embedding is None else tuple(embedding))
+            for i, content, recency, embedding in alive
+        ]
         return GateResult(verdicts, survivors)
 
     def gate_one(self, ctx: ReadContext, record_id: str) -> tuple[str, DropReason | None] | None:
-        rows = self._read("gate", **self._gate_params(ctx, record_id))
-        if not rows:
+        ids, fingerprints, reasons, _ = self._gate(ctx, record_id)
+        if not ids:
             return None
-        reason = rows[0]["reason"]
-        return rows[0]["fingerprint"], None if reason is None else DropReason(reason)
+        return fingerprints[0], _REASONS[reasons[0]]
 
     def all_records(self, tenant: str) -> list[MemoryRecord]:
         return [MemoryRecord.model_validate_json(r["json"]) for r in self._read("all_records", tenant=tenant)]

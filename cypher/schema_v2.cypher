@@ -1,0 +1,24 @@
+// Schema version 2: each record's gate inputs in one list property, m.g (see
+// gate.cypher), instead of separate start/end/recency/sensitivity_rank
+// properties. Data migration, run outside an explicit transaction in batches;
+// both steps only touch records not yet migrated, so re-running is harmless.
+MATCH (m:Memory) WHERE m.g IS NULL
+CALL (m) {
+  SET m.g = [
+    CASE m.kind WHEN 'working' THEN 0 WHEN 'episodic' THEN 1 WHEN 'semantic' THEN 2 ELSE 3 END,
+    CASE WHEN m.status = 'active' THEN 0 ELSE 1 END,
+    coalesce(m.start, -9223372036854775807),
+    coalesce(m.end, 9223372036854775807),
+    m.sensitivity_rank,
+    CASE WHEN m.outcome = 'verified-success' THEN 1 ELSE 0 END,
+    coalesce(m.valid_from, m.event_time, m.created_at),
+    CASE WHEN m.embedding IS NULL THEN 0 ELSE 1 END,
+    coalesce(m.superseded_at, 9223372036854775807),
+    coalesce(m.invalidated_at, 9223372036854775807)
+  ]
+} IN TRANSACTIONS OF 10000 ROWS;
+
+MATCH (m:Memory) WHERE m.recency IS NOT NULL
+CALL (m) {
+  REMOVE m.start, m.end, m.recency, m.sensitivity_rank
+} IN TRANSACTIONS OF 10000 ROWS

@@ -1,0 +1,194 @@
+"""What the Neo4j backend stores on a memory node, against a real Neo4j 5.26.
+
+* Every SPEC §2 property holds the record's value; ``json`` and
+  ``fingerprint`` are the record's own; the gate list ``g`` holds what
+  ``gate.cypher`` reads, and follows supersession, invalidation and updates.
+* Schema version 2 migrates nodes written by version 1 (separate
+  start/end/recency/sensitivity_rank properties) to the gate list.
+* A store whose schema is older than the code is refused with a clear error
+  instead of being read wrongly.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import neo4j
+import pytest
+
+from graphmem import (
+    BackendUnavailable,
+    ForgetMode,
+    ForgetRequest,
+    Kind,
+    MemoryRecord,
+    MemoryStore,
+    Outcome,
+    Sensitivity,
+    Source,
+)
+from graphmem.backends.cypher import statements
+from graphmem.backends.neo4j import RECORD_ROW, Neo4jBackend, micros
+from graphmem.testing.neo4j_server import Neo4jTarget
+
+pytestmark = pytest.mark.neo4j
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+NEVER = 2**63 - 1
+ALWAYS = -(2**63 - 1)
+
+
+def _store(driver: neo4j.Driver, target: Neo4jTarget) -> MemoryStore:
+    return MemoryStore(Neo4jBackend(driver, uri=target.uri or ""))
+
+
+def _node(driver: neo4j.Driver, tenant: str, record_id: str) -> dict[str, Any]:
+    with driver.session() as session:
+        row = session.run(
+            "MATCH (m:Memory {tenant: $tenant, id: $id}) RETURN properties(m) AS p, labels(m) AS labels",
+            tenant=tenant,
+            id=record_id,
+        ).single()
+    assert row is not None
+    return {**row["p"], "labels": sorted(row["labels"])}
+
+
+def _procedure(tenant: str) -> MemoryRecord:
+    return MemoryRecord(
+        id="proc-1",
+        tenant=tenant,
+        kind=Kind.PROCEDURAL,
+        scope="system:gateway",
+        content="retry the capture with a fresh idempotency key",
+        created_at=T0 - timedelta(days=3),
+        event_time=T0 - timedelta(days=2, hours=12),
+        valid_from=T0 - timedelta(days=2),
+        valid_to=T0 + timedelta(days=30),
+        expires_at=T0 + timedelta(days=20),
+        outcome=Outcome.VERIFIED_SUCCESS,
+        sources=(Source(id="runbook-7", type="document", quote="step 3"),),
+        sensitivity=Sensitivity.CONFIDENTIAL,
+        confidence=0.75,
+        writer="ops-agent",
+        procedure_name="capture-retry",
+        procedure_version="2",
+        preconditions=("gateway-v2", "idempotency"),
+        tags=("payments", "retry"),
+        embedding=(0.25, -0.5, 1.0),
+    )
+
+
+def test_node_properties_are_the_records_fields(
+    neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str
+) -> None:
+    record = _store(neo4j_driver, neo4j_target).add(_procedure(tenant))
+    node = _node(neo4j_driver, tenant, record.id)
+    expected: dict[str, Any] = {
+        "tenant": tenant,
+        "id": record.id,
+        "kind": "procedural",
+        "scope": "system:gateway",
+        "content": record.content,
+        "content_hash": record.content_hash,
+        "status": "active",
+        "policy": "default",
+        "sensitivity": "confidential",
+        "confidence": 0.75,
+        "outcome": "verified-success",
+        "writer": "ops-agent",
+        "procedure_name": "capture-retry",
+        "procedure_version": "2",
+        "preconditions": ["gateway-v2", "idempotency"],
+        "tags": ["payments", "retry"],
+        "embedding": [0.25, -0.5, 1.0],
+        "created_at": micros(record.created_at),
+        "event_time": micros(record.event_time),
+        "valid_from": micros(record.valid_from),
+        "valid_to": micros(record.valid_to),
+        "expires_at": micros(record.expires_at),
+        "fingerprint": record.fingerprint(),
+        "json": record.model_dump_json(),
+        "g": [
+            3,  # procedural
+            0,  # active
+            micros(record.valid_from),
+            micros(record.expires_at),  # the earlier of valid_to and expires_at
+            Sensitivity.CONFIDENTIAL.rank,
+            1,  # verified success
+            micros(record.valid_from),  # recency
+            1,  # has an embedding
+            NEVER,
+            NEVER,
+        ],
+        "labels": ["Memory", "Procedural"],
+    }
+    assert node == expected
+    assert {k for k in RECORD_ROW if k not in ("gate", "sources")} <= set(expected)
+
+
+def test_gate_list_follows_supersession_invalidation_and_forgetting(
+    neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str
+) -> None:
+    store = _store(neo4j_driver, neo4j_target)
+    old = MemoryRecord(
+        id="claim-1",
+        tenant=tenant,
+        kind=Kind.SEMANTIC,
+        scope="case:c1",
+        content="the limit is 10",
+        valid_from=T0,
+        sources=(Source(id="s1"),),
+    )
+    store.add(old)
+    new = old.model_copy(
+        update={"id": "claim-2", "content": "the limit is 20", "valid_from": T0 + timedelta(days=1)}
+    )
+    store.supersede(tenant, "claim-1", new, "raised")
+    assert _node(neo4j_driver, tenant, "claim-1")["g"][8] == micros(T0 + timedelta(days=1))
+    store.invalidate(tenant, "claim-1", "s1", "source retracted", at=T0 + timedelta(days=2))
+    node = _node(neo4j_driver, tenant, "claim-1")
+    assert node["g"][8:] == [micros(T0 + timedelta(days=1)), micros(T0 + timedelta(days=2))]
+    store.forget(
+        ForgetRequest(
+            tenant=tenant, target="claim-1", mode=ForgetMode.ERASE, reason="gdpr", requested_by="dpo"
+        )
+    )
+    erased = _node(neo4j_driver, tenant, "claim-1")
+    assert erased["status"] == "erased"
+    assert erased["g"][1] == 1
+    assert erased["g"][8:] == node["g"][8:], "an update keeps the edge times"
+    assert erased["fingerprint"] == store.get(tenant, "claim-1").fingerprint()  # type: ignore[union-attr]
+    assert erased["g"][7] == 0
+
+
+def test_schema_v2_migrates_nodes_written_by_v1(neo4j_driver: neo4j.Driver, tenant: str) -> None:
+    """A version-1 node keeps start/end/recency/sensitivity_rank; the migration folds them into g."""
+    at = micros(T0)
+    assert at is not None
+    with neo4j_driver.session() as session:
+        session.run(
+            "CREATE (:Memory {tenant: $tenant, id: 'v1', kind: 'episodic', status: 'contested', "
+            "start: $at, recency: 1.0, sensitivity_rank: 2, outcome: 'failure', created_at: $created, "
+            "event_time: $at, invalidated_at: $at})",
+            tenant=tenant,
+            at=at,
+            created=at - 5,
+        ).consume()
+        for statement in statements("schema_v2"):
+            session.run(statement).consume()
+    node = _node(neo4j_driver, tenant, "v1")
+    assert node["g"] == [1, 1, at, NEVER, 2, 0, at, 0, NEVER, at]
+    assert not {"start", "end", "recency", "sensitivity_rank"} & set(node)
+
+
+def test_a_store_on_an_older_schema_is_refused(
+    neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    backend = Neo4jBackend(neo4j_driver, uri=neo4j_target.uri or "")
+    monkeypatch.setattr(backend, "schema_version", lambda: 1)
+    store = MemoryStore(backend)
+    with pytest.raises(BackendUnavailable) as err:
+        store.add(_procedure(tenant))
+    assert err.value.code == "schema_version"
+    assert "graphmem schema apply" in str(err.value)
