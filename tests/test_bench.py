@@ -6,6 +6,7 @@ lineage or the forget report says it must, and that the results are complete.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -18,8 +19,9 @@ from graphmem import MemoryStore
 from graphmem.backends.neo4j import Neo4jBackend
 from graphmem.bench import BenchConfig, attach_target, recall_workload, run_size, to_markdown
 from graphmem.bench.plot import plot
-from graphmem.bench.workloads import explain_workload, load_main
+from graphmem.bench.workloads import explain_workload, forget_source_workload, forget_workload, load_main
 from graphmem.cli import cli
+from graphmem.model import ForgetMode, ForgetReport, ForgetRequest, Status
 from graphmem.testing.neo4j_server import Neo4jTarget
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -36,17 +38,32 @@ CONFIG = BenchConfig(
 )
 
 
-@pytest.fixture(scope="module", params=["embedded", pytest.param("neo4j", marks=pytest.mark.neo4j)])
+FORGETS = [f"forget_{what}_{n}" for what in ("cascade", "source") for n in CASCADES]
+BACKEND_PARAMS = ["embedded", pytest.param("neo4j", marks=pytest.mark.neo4j)]
+
+
+def _open(request: pytest.FixtureRequest) -> MemoryStore:
+    if request.param == "embedded":
+        return MemoryStore.embedded()
+    driver: neo4j.Driver = request.getfixturevalue("neo4j_driver")
+    target: Neo4jTarget = request.getfixturevalue("neo4j_target")
+    return MemoryStore(Neo4jBackend(driver, uri=target.uri or ""))
+
+
+@pytest.fixture(scope="module", params=BACKEND_PARAMS)
 def bench_rows(request: pytest.FixtureRequest) -> dict[str, dict[str, Any]]:
     """Every workload once per backend on a 300-record store, rows by workload name."""
-    if request.param == "embedded":
-        store = MemoryStore.embedded()
-    else:
-        driver: neo4j.Driver = request.getfixturevalue("neo4j_driver")
-        target: Neo4jTarget = request.getfixturevalue("neo4j_target")
-        store = MemoryStore(Neo4jBackend(driver, uri=target.uri or ""))
-    with store:
+    with _open(request) as store:
         rows = run_size(store, request.param, 300, CONFIG)
+    return {row["workload"]: row for row in rows}
+
+
+@pytest.fixture(scope="module", params=BACKEND_PARAMS)
+def erase_rows(request: pytest.FixtureRequest) -> dict[str, dict[str, Any]]:
+    """The forget workloads once per backend with ``forget_mode`` erase, rows by workload name."""
+    config = dataclasses.replace(CONFIG, forget_mode=ForgetMode.ERASE)
+    with _open(request) as store:
+        rows = run_size(store, request.param, 100, config, ["forget"])
     return {row["workload"]: row for row in rows}
 
 
@@ -59,7 +76,7 @@ def test_every_workload_of_the_backend_ran(bench_rows: dict[str, dict[str, Any]]
         "explain_recall",
         "explain_one",
         "trace",
-        *(f"forget_cascade_{n}" for n in CASCADES),
+        *FORGETS,
     }
     only = {"naive_topk_filter"} if backend == "neo4j" else {"langgraph_filter", "langgraph_filter_bm25"}
     assert set(bench_rows) == common | only
@@ -102,16 +119,85 @@ def test_trace_reaches_depth_ten(bench_rows: dict[str, dict[str, Any]]) -> None:
     assert trace["target"] == "p95 ≤ 20 ms"
 
 
-@pytest.mark.parametrize("dependents", CASCADES)
+@pytest.mark.parametrize("workload", FORGETS)
 def test_forget_takes_every_dependent_out_of_use(
-    bench_rows: dict[str, dict[str, Any]], dependents: int
+    bench_rows: dict[str, dict[str, Any]], workload: str
 ) -> None:
-    row = bench_rows[f"forget_cascade_{dependents}"]
+    row = bench_rows[workload]
+    dependents = row["dependents"]
+    assert workload.endswith(f"_{dependents}")
     repeats = CONFIG.cascade_repeats(dependents)
     assert row["removed_dependents"] == [dependents] * repeats
     assert row["all_removed"] is True
     assert row["latency"]["n"] == repeats
     assert row["mode"] == "revoke"
+    assert "erased" not in row
+    assert row["target"] is None  # the 2 s target is set at 10,000
+
+
+@pytest.mark.parametrize("workload", FORGETS)
+def test_forget_erase_leaves_only_tombstones(erase_rows: dict[str, dict[str, Any]], workload: str) -> None:
+    assert set(erase_rows) == {"ingest", *FORGETS}
+    row = erase_rows[workload]
+    repeats = CONFIG.cascade_repeats(row["dependents"])
+    assert row["mode"] == "erase"
+    assert row["removed_dependents"] == [row["dependents"]] * repeats
+    assert row["all_removed"] is True
+    assert row["erased"] is True
+    assert "tombstones, content gone: yes" in to_markdown([row])
+
+
+def test_forget_source_erases_the_claims_content_and_the_source() -> None:
+    config = dataclasses.replace(CONFIG, cascades=(4,), forget_repeats=1, forget_mode=ForgetMode.ERASE)
+    with MemoryStore.embedded() as store:
+        (row,) = forget_source_workload(store, "bench-erase", config)
+        assert row["erased"] is True
+        claims = store.backend.get_many("bench-erase", [f"fsrc4-0-c{j}" for j in range(4)])
+        source = store.backend.source("bench-erase", "fsrc4-0")
+    assert len(claims) == 4
+    for claim in claims:
+        assert claim.status is Status.ERASED
+        assert claim.content == ""
+        assert claim.tombstone is not None
+        assert claim.tombstone.requested_by == "graphmem-bench"
+        assert [(s.id, s.status, s.quote) for s in claim.sources] == [("fsrc4-0", "erased", None)]
+    assert source is not None
+    assert source.status == "erased"
+
+
+class _RevokesInstead:
+    """A store whose forget revokes when asked to erase, or forgets nothing at all."""
+
+    def __init__(self, store: MemoryStore, nothing: bool = False) -> None:
+        self._store, self._nothing = store, nothing
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def forget(self, request: ForgetRequest) -> ForgetReport:
+        if self._nothing:
+            return ForgetReport(
+                tenant=request.tenant, target=request.target, target_type="record", mode=request.mode
+            )
+        return self._store.forget(request.model_copy(update={"mode": ForgetMode.REVOKE}))
+
+
+@pytest.mark.parametrize("workload", [forget_workload, forget_source_workload])
+def test_forget_checks_catch_what_was_not_done(workload: Any) -> None:
+    config = dataclasses.replace(CONFIG, cascades=(3,), forget_repeats=2, forget_mode=ForgetMode.ERASE)
+    with MemoryStore.embedded() as store:
+        (revoked,) = workload(_RevokesInstead(store), "bench-revoked", config)
+        (kept,) = workload(_RevokesInstead(store, nothing=True), "bench-kept", config)
+    # Revoked rather than erased: out of use, but not as erased, and the content is still there.
+    assert revoked["all_removed"] is False
+    assert revoked["removed_dependents"] == [0, 0]
+    assert revoked["erased"] is False
+    assert kept["all_removed"] is False
+    assert kept["removed_dependents"] == [0, 0]
+    assert kept["erased"] is False
+    row = {**revoked, "workload": revoked["workload"].replace("_3", "_10000"), "backend": "embedded"}
+    attach_target(row)
+    assert row["met"] is False
 
 
 def test_inmemorystore_filter_matches_the_gate_where_it_can(bench_rows: dict[str, dict[str, Any]]) -> None:
@@ -164,6 +250,13 @@ def test_targets_follow_the_issue() -> None:
     assert row("recall_selective", "embedded", 5.1, recall_equals_oracle=True)["met"] is False
     assert row("forget_cascade_10000", "neo4j", 1999, all_removed=True)["met"] is True
     assert row("forget_cascade_100", "neo4j", 1, all_removed=True)["target"] is None
+    assert row("forget_source_10000", "embedded", 1999, all_removed=True)["met"] is True
+    assert row("forget_source_10000", "neo4j", 2001, all_removed=True)["met"] is False
+    assert row("forget_source_10000", "neo4j", 1999, all_removed=True, erased=False)["met"] is False
+    assert row("forget_source_10000", "neo4j", 1999, all_removed=True, erased=True)["target"] == (
+        "p95 ≤ 2 s (3 repeats: the slowest)"
+    )
+    assert row("forget_source_100", "neo4j", 1, all_removed=True)["target"] is None
     assert row("trace", "embedded", 20.5, depth=10)["met"] is False
     ingest = {"workload": "ingest", "backend": "neo4j", "records_per_s": 4999}
     attach_target(ingest)
@@ -180,21 +273,32 @@ def test_cli_bench_writes_json_png_and_markdown(tmp_path: Path) -> None:
         cli,
         [
             *args,
-            *("--workloads", "recall_selective,forget", "--cascade", "3", "--include", str(first)),
+            *("--workloads", "recall_selective,forget", "--cascade", "3", "--forget-mode", "erase"),
+            *("--include", str(first)),
             *("--output", str(out), "--plot", str(png), "--markdown", str(md)),
         ],
     )
     assert result.exit_code == 0, result.output
     assert "graphmem bench: forget_cascade_3" in result.output
+    assert "graphmem bench: forget_source_3" in result.output
     doc = json.loads(out.read_text())
-    assert [r["workload"] for r in doc["rows"]] == ["ingest", "recall_selective", "forget_cascade_3"]
+    assert [r["workload"] for r in doc["rows"]] == [
+        "ingest",
+        "recall_selective",
+        "forget_cascade_3",
+        "forget_source_3",
+    ]
     assert doc["config"]["cascades"] == [3]
+    assert doc["config"]["forget_mode"] == "erase"
+    for forget in doc["rows"][2:]:
+        assert (forget["mode"], forget["all_removed"], forget["erased"]) == ("erase", True, True)
     assert png.read_bytes()[:8] == PNG
     # The included run's rows join the tables and the plot, not the output.
     assert "graphmem bench: trace" in result.output
     markdown = md.read_text()
     assert "### trace" in markdown
     assert "### forget_cascade_3" in markdown
+    assert "### forget_source_3" in markdown
 
 
 def test_cli_bench_rejects_unknown_workloads() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 __all__ = ["plot"]
 
 _LATENCY_ORDER = ("recall_selective", "recall_broad", "explain_recall", "explain_one", "trace")
-_TARGET_MS = {"trace": 20.0, "forget_cascade_10000": 2000.0}
+_TARGET_MS = {"trace": 20.0, "forget_cascade_10000": 2000.0, "forget_source_10000": 2000.0}
 _BASELINES = (
     ("graphmem\n(cap-a)", "recall_selective", "latency"),
     ("naive top-k\nthen filter", "naive_topk_filter", "latency"),
@@ -43,8 +43,8 @@ def plot(rows: Iterable[dict[str, Any]], path: str | Path) -> Path:
     width = 0.8 / max(1, len(series))
 
     lat_ax = axes[0]
-    forgets = sorted({r["dependents"] for r in rows if r["workload"].startswith("forget_cascade_")})
-    order = [*_LATENCY_ORDER, *(f"forget_cascade_{n}" for n in forgets)]
+    forgets = sorted({r["dependents"] for r in rows if r["workload"].startswith("forget_")})
+    order = [*_LATENCY_ORDER, *(f"forget_{what}_{n}" for what in ("cascade", "source") for n in forgets)]
     names = [w for w in order if any(r["workload"] == w for r in rows)]
     for s, (backend, size) in enumerate(series):
         p50, p95, xs = [], [], []

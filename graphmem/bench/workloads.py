@@ -8,9 +8,11 @@ attached by ``graphmem.bench.runner``.
 
 from __future__ import annotations
 
+import functools
 import gc
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
@@ -32,12 +34,14 @@ from graphmem.gate import Candidate, drop_reason
 from graphmem.model import (
     DropReason,
     ForgetMode,
+    ForgetReport,
     ForgetRequest,
     Kind,
     MemoryRecord,
     ReadContext,
     Selection,
     Source,
+    Status,
 )
 from graphmem.ranking import tokenize
 from graphmem.store import MemoryStore
@@ -46,6 +50,7 @@ __all__ = [
     "BenchConfig",
     "Loaded",
     "explain_workload",
+    "forget_source_workload",
     "forget_workload",
     "ingest_row",
     "load_main",
@@ -81,10 +86,11 @@ class BenchConfig:
     trace_depth: int = 10
     trace_chains: int = 20
     cascades: tuple[int, ...] = (1, 100, 10_000)
+    """Records each forget takes out of use: a record's dependents, or the claims citing a source."""
     forget_mode: ForgetMode = ForgetMode.REVOKE
     naive_ks: tuple[int, ...] = (100, 1_000, 10_000)
     forget_repeats: int | None = None
-    """Repeats of every forget cascade; by default fewer for bigger cascades (``cascade_repeats``)."""
+    """Repeats of every forget workload; by default fewer for bigger cascades (``cascade_repeats``)."""
     batch: int = 5000
     progress: Progress = field(default=_quiet, compare=False)
 
@@ -442,62 +448,169 @@ def trace_workload(store: MemoryStore, tenant: str, cfg: BenchConfig) -> dict[st
     }
 
 
+_GONE = {ForgetMode.REVOKE: DropReason.REVOKED, ForgetMode.ERASE: DropReason.ERASED}
+
+
+@dataclass(frozen=True)
+class _Forget:
+    """One repeat of a forget workload: fresh records in a scope of their own and the request."""
+
+    scope: str
+    records: list[MemoryRecord]
+    request: ForgetRequest
+    dependents: frozenset[str]
+    """The records that only lose their support (counted in ``removed_dependents``)."""
+    touched: frozenset[str]
+    """Exactly what the report must list and recall must show out of use."""
+
+
+def _erased(store: MemoryStore, case: _Forget, report: ForgetReport) -> bool:
+    """Every touched record is a tombstone: no content, embedding, tags or quotes, but its id,
+    kind, and who asked when and why; a forgotten source is marked erased wherever it is cited."""
+    req = case.request
+    dead = {req.target} if req.target_type == "source" else set()
+    if report.erased_sources != tuple(sorted(dead)):
+        return False
+    originals = {r.id: r for r in case.records if r.id in case.touched}
+    stored = store.backend.get_many(req.tenant, sorted(originals))
+    return len(stored) == len(originals) and all(
+        r.status is Status.ERASED
+        and r.kind is originals[r.id].kind
+        and not r.content
+        and r.embedding is None
+        and not r.tags
+        and r.tombstone is not None
+        and (r.tombstone.reason, r.tombstone.requested_by) == (req.reason, req.requested_by)
+        and all(s.quote is None and (s.status == "erased") == (s.id in dead) for s in r.sources)
+        for r in stored
+    )
+
+
+def _timed_forgets(
+    store: MemoryStore,
+    cfg: BenchConfig,
+    workload: str,
+    n: int,
+    build: Callable[[int], _Forget],
+    description: str,
+) -> dict[str, Any]:
+    """Load each repeat's records (untimed), time ``forget``, then check the report, a
+    ``recall(explain=True)`` over the repeat's scope and, for erase, the stored tombstones."""
+    if cfg.forget_mode not in _GONE:
+        raise GraphmemError("the forget workloads revoke or erase", code="bench_forget_mode")
+    erase = cfg.forget_mode is ForgetMode.ERASE
+    repeats = cfg.cascade_repeats(n)
+    tick = cfg.progress(description, repeats)
+    samples: list[float] = []
+    removed: list[int] = []
+    complete: list[bool] = []
+    erased: list[bool] = []
+    for k in range(repeats):
+        case = build(k)
+        load(store, case.records, cfg.batch)
+        gc.collect()
+        start = time.perf_counter()
+        report = store.forget(case.request)
+        samples.append((time.perf_counter() - start) * 1000.0)
+        tenant = case.request.tenant
+        check = store.recall(ReadContext(tenant=tenant, scopes=(case.scope,), now=NOW), explain=True)
+        out = {d.record_id for d in check.decisions if d.reason is _GONE[cfg.forget_mode]}
+        removed.append(len(out & case.dependents))
+        listed = [e.record_id for e in report.entries]
+        complete.append(
+            out == case.touched
+            and len(listed) == len(case.touched)
+            and set(report.touched) == case.touched
+            and not check.records
+        )
+        if erase:
+            erased.append(_erased(store, case, report))
+        tick(1)
+    row: dict[str, Any] = {
+        "workload": workload,
+        "dependents": n,
+        "mode": cfg.forget_mode.value,
+        "latency": Latency(samples).summary(),
+        "removed_dependents": removed,
+        "all_removed": all(complete) and all(r == n for r in removed),
+    }
+    if erase:
+        row["erased"] = all(erased)
+    return row
+
+
 def forget_workload(store: MemoryStore, tenant: str, cfg: BenchConfig) -> list[dict[str, Any]]:
     """``forget`` of one record that ``n`` records derive from, cascading to all of them.
 
     Every repeat builds a fresh root and fresh dependents in a scope of their
-    own (untimed), times the forget, then checks through ``recall(explain=True)``
-    that the root and every dependent are out of use.
+    own (untimed), times the forget, then checks that the report lists the root
+    and every dependent, and through ``recall(explain=True)`` that exactly those
+    are out of use; with ``forget_mode`` erase, that each one is a tombstone.
     """
-    gone = {ForgetMode.REVOKE: DropReason.REVOKED, ForgetMode.ERASE: DropReason.ERASED}
-    if cfg.forget_mode not in gone:
-        raise GraphmemError("the forget workload revokes or erases", code="bench_forget_mode")
-    rows: list[dict[str, Any]] = []
-    for n in cfg.cascades:
-        repeats = cfg.cascade_repeats(n)
-        tick = cfg.progress(f"forget cascading to {n:,}", repeats)
-        samples: list[float] = []
-        removed: list[int] = []
-        complete: list[bool] = []
-        for k in range(repeats):
-            scope = f"case:f{n}-{k}"
-            root = f"f{n}-{k}-root"
-            batch = [
-                _semantic(tenant, root, scope, f"forget root {n} {k}", sources=(Source(id=f"fs{n}-{k}"),))
-            ]
-            batch += [
-                _semantic(tenant, f"f{n}-{k}-d{j}", scope, f"dependent {j} of {root}", derived_from=(root,))
-                for j in range(n)
-            ]
-            load(store, batch, cfg.batch)
-            gc.collect()
-            request = ForgetRequest(
-                tenant=tenant,
-                target=root,
-                mode=cfg.forget_mode,
-                reason="benchmark",
-                requested_by="graphmem-bench",
-                cascade=True,
-            )
-            start = time.perf_counter()
-            report = store.forget(request)
-            samples.append((time.perf_counter() - start) * 1000.0)
-            check = store.recall(ReadContext(tenant=tenant, scopes=(scope,), now=NOW), explain=True)
-            out = {d.record_id for d in check.decisions if d.reason is gone[cfg.forget_mode]}
-            removed.append(len(out - {root}))
-            complete.append(root in out and len(report.touched) == n + 1 and not check.records)
-            tick(1)
-        rows.append(
-            {
-                "workload": f"forget_cascade_{n}",
-                "dependents": n,
-                "mode": cfg.forget_mode.value,
-                "latency": Latency(samples).summary(),
-                "removed_dependents": removed,
-                "all_removed": all(complete) and all(r == n for r in removed),
-            }
+
+    def build(n: int, k: int) -> _Forget:
+        scope = f"case:f{n}-{k}"
+        root = f"f{n}-{k}-root"
+        records = [_semantic(tenant, root, scope, f"forget root {n} {k}", sources=(Source(id=f"fs{n}-{k}"),))]
+        records += [
+            _semantic(tenant, f"f{n}-{k}-d{j}", scope, f"dependent {j} of {root}", derived_from=(root,))
+            for j in range(n)
+        ]
+        request = ForgetRequest(
+            tenant=tenant,
+            target=root,
+            mode=cfg.forget_mode,
+            reason="benchmark",
+            requested_by="graphmem-bench",
+            cascade=True,
         )
-    return rows
+        dependents = frozenset(r.id for r in records[1:])
+        return _Forget(scope, records, request, dependents, dependents | {root})
+
+    return [
+        _timed_forgets(
+            store, cfg, f"forget_cascade_{n}", n, functools.partial(build, n), f"forget cascading to {n:,}"
+        )
+        for n in cfg.cascades
+    ]
+
+
+def forget_source_workload(store: MemoryStore, tenant: str, cfg: BenchConfig) -> list[dict[str, Any]]:
+    """``forget`` of one source that ``n`` semantic claims cite (and nothing else supports).
+
+    Every repeat builds a fresh source and fresh claims in a scope of their own
+    (untimed), times ``forget(target_type="source")``, then checks that the
+    report lists exactly the ``n`` claims and through ``recall(explain=True)``
+    that all of them are out of use; with ``forget_mode`` erase, that each one
+    is a tombstone and the source is marked erased.
+    """
+
+    def build(n: int, k: int) -> _Forget:
+        scope = f"case:fsrc{n}-{k}"
+        source = f"fsrc{n}-{k}"
+        cited = (Source(id=source, quote=f"quoted from {source}"),)
+        records = [
+            _semantic(tenant, f"{source}-c{j}", scope, f"claim {j} from {source}", sources=cited)
+            for j in range(n)
+        ]
+        request = ForgetRequest(
+            tenant=tenant,
+            target=source,
+            target_type="source",
+            mode=cfg.forget_mode,
+            reason="benchmark",
+            requested_by="graphmem-bench",
+            cascade=True,
+        )
+        claims = frozenset(r.id for r in records)
+        return _Forget(scope, records, request, claims, claims)
+
+    return [
+        _timed_forgets(
+            store, cfg, f"forget_source_{n}", n, functools.partial(build, n), f"forget a source {n:,} cite"
+        )
+        for n in cfg.cascades
+    ]
 
 
 def recall_workload(
