@@ -209,11 +209,12 @@ class Verdicts:
     def __init__(self) -> None:
         self.rows, self.candidate_fragments, self.dropped = [], [], []
         self.corpus = Prepared([])
-        self._digests: tuple[str, bytes, list[int]] | None = None
+        self._digests: tuple[str, bytes, list[int], dict[str, int]] | None = None
 
-    def digests(self) -> tuple[str, bytes, list[int]]:
+    def digests(self) -> tuple[str, bytes, list[int], dict[str, int]]:
         """(candidates digest, the decisions' canonical JSON with every survivor at the usual
-        outcome, where each row's fragment starts in it — plus where the array ends)."""
+        outcome, where each row's fragment starts in it — plus where the array ends — and
+        each row's place by id)."""
         if self._digests is None:
             fragments = [(dropped or limited or "").encode("utf-8") for _, _, dropped, limited in self.rows]
             starts, at = [], 1
@@ -222,7 +223,8 @@ class Verdicts:
                 at += len(fragment) + 1
             starts.append(at)
             usual = b"[" + b",".join(fragments) + b"]"
-            self._digests = (digest_of_fragments(self.candidate_fragments), usual, starts)
+            places = {row[0]: i for i, row in enumerate(self.rows)}
+            self._digests = (digest_of_fragments(self.candidate_fragments), usual, starts, places)
         return self._digests
 
     @classmethod
@@ -340,10 +342,10 @@ class ViewGate:
         # The digest of every survivor at the usual outcome is precomputed as bytes; only the
         # survivors whose outcome differs (the selected and the matched) are spliced in.
         v = self.verdicts
-        _, usual, starts = v.digests()
+        _, usual, starts, places = v.digests()
         changed: list[tuple[int, bytes]] = []
         for rid, outcome in outcomes.items():
-            at = bisect_left(v.rows, (rid,))
+            at = places[rid]
             _, id_json, _, limited = v.rows[at]
             spliced = decision_fragment(id_json, *outcome)
             if spliced != limited:

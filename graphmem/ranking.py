@@ -129,7 +129,7 @@ class Prepared:
     one at a time.
     """
 
-    __slots__ = ("_postings", "counts", "docs", "embedded", "total_len", "zero_scores", "zeros")
+    __slots__ = ("_places", "_postings", "counts", "docs", "embedded", "total_len", "zero_scores", "zeros")
 
     def __init__(self, docs: Iterable[Document]) -> None:
         self.docs: dict[str, Document] = {doc[0]: doc for doc in docs}
@@ -140,6 +140,7 @@ class Prepared:
         self.zeros = sorted((-recency, rid) for rid, _, recency, _ in self.docs.values())
         self.zero_scores = [(rid, 0.0) for _, rid in self.zeros]
         self._postings: dict[str, list[tuple[str, int]]] = {}
+        self._places: dict[str, int] | None = None
 
     def postings(self, term: str) -> list[tuple[str, int]]:
         """(document id, term frequency) of the documents containing ``term``."""
@@ -150,6 +151,12 @@ class Prepared:
             ]
         return found
 
+    def place(self, rid: str) -> int:
+        """Where document ``rid`` stands in ``zeros``."""
+        if self._places is None:
+            self._places = {doc: i for i, (_, doc) in enumerate(self.zeros)}
+        return self._places[rid]
+
     def add(self, doc: Document) -> None:
         rid, content, recency, embedding = doc
         self.docs[rid] = doc
@@ -158,6 +165,7 @@ class Prepared:
         self.embedded += embedding is not None
         at = bisect_left(self.zeros, (-recency, rid))
         self.zeros.insert(at, (-recency, rid))
+        self._places = None
         self.zero_scores.insert(at, (rid, 0.0))
         for term, tf in counts.items():
             if term in self._postings:
@@ -170,6 +178,7 @@ class Prepared:
         self.embedded -= embedding is not None
         at = bisect_left(self.zeros, (-recency, rid))
         del self.zeros[at], self.zero_scores[at]
+        self._places = None
         for term, tf in counts.items():
             if term in self._postings:
                 self._postings[term].remove((rid, tf))
@@ -200,7 +209,7 @@ def rank_prepared(
             if rounded > 0.0:  # a score that rounds to zero ties with the unmatched documents
                 recency = parts[j].docs[rid][2]
                 positive.append((-rounded, -recency, rid))
-                matched[j].append(bisect_left(parts[j].zeros, (-recency, rid)))
+                matched[j].append(parts[j].place(rid))
     positive.sort()
     out = [(rid, -neg_score) for neg_score, _, rid in positive]
     if len(parts) == 1:

@@ -69,6 +69,8 @@ class EmbeddedBackend:
         self._invalidated_at: dict[Node, datetime] = {}
         # Gate facts per record, grouped by the scope the record applies to.
         self._by_scope: dict[Node, ScopeGroup] = {}
+        # Scopes reachable from a context's entry scopes, until a WITHIN edge is added.
+        self._reach: dict[tuple[str, tuple[str, ...], tuple[str, ...]], tuple[list[str], set[str]]] = {}
         # Recent merges of several groups' views, for reads that reach many scopes.
         self._merges = MergeCache()
         # Records by (tenant, normalised content hash), for deduplication.
@@ -118,6 +120,7 @@ class EmbeddedBackend:
             if isinstance(op, PutRecord | UpdateRecord):
                 self._put_record(op.record)
             elif isinstance(op, ScopeWithin):
+                self._reach.clear()
                 self._edge(_scope(op.tenant, op.child), _scope(op.tenant, op.parent), "WITHIN", {})
             elif isinstance(op, RelateScopes):
                 self._edge(_scope(op.tenant, op.a), _scope(op.tenant, op.b), "RELATED", {"type": op.rel_type})
@@ -248,12 +251,20 @@ class EmbeddedBackend:
                     stack.append(parent)
         return seen
 
-    def _matching_scopes(self, ctx: ReadContext) -> tuple[set[str], set[str]]:
-        """(every scope reachable upward from the context, the subset a record may apply to)."""
-        reachable = self.scope_ancestors(ctx.tenant, ctx.entry_scopes)
-        own = set(ctx.own_runs)
-        matching = {s for s in reachable if scope_type(s) != "run" or s in own}
-        return reachable, matching
+    def _matching_scopes(self, ctx: ReadContext) -> tuple[list[str], set[str]]:
+        """(every scope reachable upward from the context, sorted; the subset a record may apply to)."""
+        key = (ctx.tenant, ctx.entry_scopes, ctx.own_runs)
+        found = self._reach.get(key)
+        if found is None:
+            if len(self._reach) >= 1024:
+                self._reach.clear()
+            reachable = sorted(self.scope_ancestors(ctx.tenant, ctx.entry_scopes))
+            own = set(ctx.own_runs)
+            found = self._reach[key] = (
+                reachable,
+                {s for s in reachable if scope_type(s) != "run" or s in own},
+            )
+        return found
 
     def candidates(self, ctx: ReadContext) -> list[tuple[Candidate, bool]]:
         reachable, matching = self._matching_scopes(ctx)
@@ -269,7 +280,7 @@ class EmbeddedBackend:
         with self._lock:
             reachable, matching = self._matching_scopes(ctx)
             views = []
-            for scope in sorted(reachable):
+            for scope in reachable:
                 group = self._by_scope.get(_scope(ctx.tenant, scope))
                 if group and group.members:
                     views.append(group.view(ctx, scope in matching))
