@@ -1,3 +1,3 @@
 // Records that cite a source.
 MATCH (:Source {tenant: $tenant, id: $id})<-[:CITES]-(m:Memory)
-RETURN m.json AS json
+RETURN [m.json, m.status, m.tombstone] AS record

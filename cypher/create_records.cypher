@@ -5,7 +5,8 @@
 //   7 sensitivity, 8 confidence, 9 outcome, 10 writer, 11 procedure_name,
 //   12 procedure_version, 13 preconditions, 14 tags, 15 embedding,
 //   16 created_at, 17 event_time, 18 valid_from, 19 valid_to, 20 expires_at,
-//   21 fingerprint, 22 json, 23 gate (see gate.cypher), 24 sources.
+//   21 fingerprint, 22 json (without status and tombstone), 23 tombstone
+//   (JSON or null), 24 gate (see gate.cypher), 25 sources.
 // One MERGE per scope, not per record. CREATE, not MERGE, for the records: an
 // id another writer took after the store's check fails the uniqueness
 // constraint instead of being overwritten. New records have no SUPERSEDES or
@@ -21,14 +22,14 @@ CREATE (m:Memory {
   writer: row[10], procedure_name: row[11], procedure_version: row[12], preconditions: row[13],
   tags: row[14], embedding: row[15], created_at: row[16], event_time: row[17], valid_from: row[18],
   valid_to: row[19], expires_at: row[20], fingerprint: row[21], json: row[22],
-  g: row[23] + [9223372036854775807, 9223372036854775807]
+  tombstone: row[23], g: row[24] + [9223372036854775807, 9223372036854775807]
 })
 FOREACH (_ IN CASE WHEN row[1] = 'working' THEN [1] ELSE [] END | SET m:Working)
 FOREACH (_ IN CASE WHEN row[1] = 'episodic' THEN [1] ELSE [] END | SET m:Episodic)
 FOREACH (_ IN CASE WHEN row[1] = 'semantic' THEN [1] ELSE [] END | SET m:Semantic)
 FOREACH (_ IN CASE WHEN row[1] = 'procedural' THEN [1] ELSE [] END | SET m:Procedural)
 CREATE (m)-[:APPLIES_TO]->(s)
-FOREACH (source IN row[24] |
+FOREACH (source IN row[25] |
   MERGE (x:Source {tenant: $tenant, id: source.id})
   SET x += source
   CREATE (m)-[:CITES]->(x)

@@ -1,4 +1,4 @@
 // Records by id, in the order given.
 UNWIND $ids AS id
 MATCH (m:Memory {tenant: $tenant, id: id})
-RETURN m.json AS json
+RETURN [m.json, m.status, m.tombstone] AS record

@@ -12,9 +12,10 @@ SET m += {
   sensitivity: row[7], confidence: row[8], outcome: row[9], writer: row[10], procedure_name: row[11],
   procedure_version: row[12], preconditions: row[13], tags: row[14], embedding: row[15],
   created_at: row[16], event_time: row[17], valid_from: row[18], valid_to: row[19],
-  expires_at: row[20], fingerprint: row[21], json: row[22]
+  expires_at: row[20], fingerprint: row[21], json: row[22],
+  tombstone: row[23]
 }
-SET m.g = row[23] + [coalesce(m.superseded_at, 9223372036854775807), coalesce(m.invalidated_at, 9223372036854775807)]
+SET m.g = row[24] + [coalesce(m.superseded_at, 9223372036854775807), coalesce(m.invalidated_at, 9223372036854775807)]
 FOREACH (_ IN CASE WHEN row[1] = 'working' THEN [1] ELSE [] END | SET m:Working)
 FOREACH (_ IN CASE WHEN row[1] = 'episodic' THEN [1] ELSE [] END | SET m:Episodic)
 FOREACH (_ IN CASE WHEN row[1] = 'semantic' THEN [1] ELSE [] END | SET m:Semantic)
@@ -26,7 +27,7 @@ CALL (m, row) {
   DELETE old
 }
 MERGE (m)-[:APPLIES_TO]->(s)
-FOREACH (source IN row[24] |
+FOREACH (source IN row[25] |
   MERGE (x:Source {tenant: $tenant, id: source.id})
   SET x += source
   MERGE (m)-[:CITES]->(x)

@@ -1,5 +1,5 @@
 // A tenant's records in any of the given statuses.
 MATCH (m:Memory {tenant: $tenant})
 WHERE m.status IN $statuses
-RETURN m.json AS json
+RETURN [m.json, m.status, m.tombstone] AS record
 ORDER BY m.id

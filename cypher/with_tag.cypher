@@ -1,5 +1,5 @@
 // A tenant's records carrying a tag (e.g. a subject key).
 MATCH (m:Memory {tenant: $tenant})
 WHERE $tag IN m.tags
-RETURN m.json AS json
+RETURN [m.json, m.status, m.tombstone] AS record
 ORDER BY m.id

@@ -428,7 +428,9 @@ class LineageOps(StoreCore):
             else:
                 update = {"status": _STATUS_BY_MODE[mode], "sources": mark_sources(record)}
                 action = "released" if mode is ForgetMode.RELEASE else "revoked"
-            ops.append(UpdateRecord(record=MemoryRecord.model_validate({**record.model_dump(), **update})))
+            # The update holds only values of the fields' own types, built here: copying is
+            # enough, and re-validating every record made big cascades slow.
+            ops.append(UpdateRecord(record=record.model_copy(update=update)))
             report.append(ForgetEntry(record_id=record.id, action=action, reason=why))
         for record in kept:
             ops.append(UpdateRecord(record=record.model_copy(update={"sources": mark_sources(record)})))

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -27,9 +28,11 @@ from graphmem import (
     Outcome,
     Sensitivity,
     Source,
+    Status,
+    Tombstone,
 )
 from graphmem.backends.cypher import statements
-from graphmem.backends.neo4j import RECORD_ROW, Neo4jBackend, micros
+from graphmem.backends.neo4j import RECORD_ROW, Neo4jBackend, micros, record_of
 from graphmem.testing.neo4j_server import Neo4jTarget
 
 pytestmark = pytest.mark.neo4j
@@ -108,7 +111,7 @@ def test_node_properties_are_the_records_fields(
         "valid_to": micros(record.valid_to),
         "expires_at": micros(record.expires_at),
         "fingerprint": record.fingerprint(),
-        "json": record.model_dump_json(),
+        "json": record.model_dump_json(exclude={"status", "tombstone"}),
         "g": [
             3,  # procedural
             0,  # active
@@ -124,7 +127,7 @@ def test_node_properties_are_the_records_fields(
         "labels": ["Memory", "Procedural"],
     }
     assert node == expected
-    assert {k for k in RECORD_ROW if k not in ("gate", "sources")} <= set(expected)
+    assert {k for k in RECORD_ROW if k not in ("gate", "sources", "tombstone")} <= set(expected)
 
 
 def test_gate_list_follows_supersession_invalidation_and_forgetting(
@@ -160,6 +163,43 @@ def test_gate_list_follows_supersession_invalidation_and_forgetting(
     assert erased["g"][8:] == node["g"][8:], "an update keeps the edge times"
     assert erased["fingerprint"] == store.get(tenant, "claim-1").fingerprint()  # type: ignore[union-attr]
     assert erased["g"][7] == 0
+    stored = store.get(tenant, "claim-1")
+    assert stored is not None
+    assert stored.tombstone is not None
+    assert erased["tombstone"] == stored.tombstone.model_dump_json()
+    assert not {"status", "tombstone"} & set(json.loads(erased["json"]))
+
+
+def test_a_status_change_leaves_the_stored_json_as_it_was(
+    neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str
+) -> None:
+    """Revoking rewrites status, fingerprint and gate list only; reads put the status back."""
+    store = _store(neo4j_driver, neo4j_target)
+    record = store.add(_procedure(tenant))
+    before = _node(neo4j_driver, tenant, record.id)
+    store.forget(
+        ForgetRequest(tenant=tenant, target=record.id, mode=ForgetMode.REVOKE, reason="r", requested_by="u")
+    )
+    after = _node(neo4j_driver, tenant, record.id)
+    assert after["json"] == before["json"]
+    assert (after["status"], after["g"][1]) == ("revoked", 1)
+    revoked = store.get(tenant, record.id)
+    assert revoked == record.model_copy(update={"status": "revoked"})
+    assert revoked is not None
+    assert after["fingerprint"] == revoked.fingerprint() != before["fingerprint"]
+
+
+def test_version_1_json_is_read_with_the_nodes_status() -> None:
+    """Version 1 kept status and tombstone inside the JSON too; the node's properties win."""
+    record = MemoryRecord(
+        id="r1", tenant="acme", kind=Kind.EPISODIC, scope="case:c1", content="x", event_time=T0
+    )
+    tomb = Tombstone(at=T0, reason="gdpr", requested_by="dpo")
+    assert record_of([record.model_dump_json(), "active", None]) == record
+    assert record_of([record.model_dump_json(), "revoked", None]).status is Status.REVOKED
+    erased = record_of([record.model_dump_json(), "erased", tomb.model_dump_json()])
+    assert (erased.status, erased.tombstone) == (Status.ERASED, tomb)
+    assert erased.fingerprint() == erased.model_copy().fingerprint()
 
 
 def test_schema_v2_migrates_nodes_written_by_v1(neo4j_driver: neo4j.Driver, tenant: str) -> None:

@@ -44,11 +44,12 @@ from graphmem.model import (
     ReadContext,
     Source,
     Status,
+    Tombstone,
     scope_type,
 )
 from graphmem.model.canonical import sha256
 
-__all__ = ["RECORD_ROW", "SCHEMA_VERSION", "Neo4jBackend"]
+__all__ = ["RECORD_ROW", "SCHEMA_VERSION", "Neo4jBackend", "record_of"]
 
 SCHEMA_VERSION = 2
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -86,9 +87,13 @@ RECORD_ROW = (
     "expires_at",
     "fingerprint",
     "json",
+    "tombstone",
     "gate",
     "sources",
 )
+#: Kept out of the stored JSON: their own properties are the truth, so a status
+#: change rewrites a few small properties, not the JSON.
+_MUTABLE = {"status", "tombstone"}
 _REASONS: dict[str, DropReason | None] = {"": None, **{r.value: r for r in DropReason}}
 _PARAM = re.compile(r"\$([A-Za-z_]\w*)")
 T = TypeVar("T")
@@ -130,10 +135,30 @@ def _gate_list(record: MemoryRecord) -> list[int]:
     ]
 
 
-def _json_and_fingerprint(record: MemoryRecord) -> tuple[str, str]:
-    """The canonical JSON once, and the fingerprint over it (``MemoryRecord.fingerprint``)."""
-    text = record.model_dump_json()
-    return text, sha256(text)
+def _stored(record: MemoryRecord) -> tuple[str, str, str | None]:
+    """(JSON without status and tombstone, fingerprint, tombstone JSON or None).
+
+    The fingerprint is ``MemoryRecord.fingerprint`` (over the whole record), the
+    same on every backend.
+    """
+    tombstone = None if record.tombstone is None else record.tombstone.model_dump_json()
+    return record.model_dump_json(exclude=_MUTABLE), sha256(record.model_dump_json()), tombstone
+
+
+def record_of(stored: Sequence[Any]) -> MemoryRecord:
+    """A record from what a read returns: [json, status, tombstone JSON or null].
+
+    Version-1 JSON still carries status and tombstone; the node's status always
+    wins, and its tombstone when it has one.
+    """
+    text, status, tombstone = stored
+    record = MemoryRecord.model_validate_json(text)
+    if record.status.value == status and tombstone is None:
+        return record
+    update: dict[str, Any] = {"status": Status(status)}
+    if tombstone is not None:
+        update["tombstone"] = Tombstone.model_validate_json(tombstone)
+    return record.model_copy(update=update)
 
 
 def _sources(record: MemoryRecord) -> list[dict[str, Any]]:
@@ -143,7 +168,7 @@ def _sources(record: MemoryRecord) -> list[dict[str, Any]]:
 
 def _record_row(record: MemoryRecord) -> list[Any]:
     """A record as the list ``RECORD_ROW`` lays out."""
-    text, fingerprint = _json_and_fingerprint(record)
+    text, fingerprint, tombstone = _stored(record)
     return [
         record.id,
         record.kind.value,
@@ -168,6 +193,7 @@ def _record_row(record: MemoryRecord) -> list[Any]:
         micros(record.expires_at),
         fingerprint,
         text,
+        tombstone,
         _gate_list(record),
         _sources(record),
     ]
@@ -175,10 +201,11 @@ def _record_row(record: MemoryRecord) -> list[Any]:
 
 def _update_row(record: MemoryRecord) -> list[Any]:
     """What an UpdateRecord may change: status, and what erasure removes (update_records.cypher)."""
-    text, fingerprint = _json_and_fingerprint(record)
+    text, fingerprint, tombstone = _stored(record)
     return [
         record.id,
         record.status.value,
+        tombstone,
         record.content,
         record.content_hash,
         None if record.embedding is None else list(record.embedding),
@@ -449,7 +476,7 @@ class Neo4jBackend:
         if not record_ids:
             return []
         rows = self._read("get_records", tenant=tenant, ids=list(record_ids))
-        return [MemoryRecord.model_validate_json(r["json"]) for r in rows]
+        return [record_of(r["record"]) for r in rows]
 
     def existing_ids(self, tenant: str, record_ids: Sequence[str]) -> set[str]:
         if not record_ids:
@@ -498,10 +525,10 @@ class Neo4jBackend:
         return fingerprints[0], _REASONS[reasons[0]]
 
     def all_records(self, tenant: str) -> list[MemoryRecord]:
-        return [MemoryRecord.model_validate_json(r["json"]) for r in self._read("all_records", tenant=tenant)]
+        return self._records("all_records", tenant=tenant)
 
     def _records(self, name: str, **params: Any) -> list[MemoryRecord]:
-        return [MemoryRecord.model_validate_json(r["json"]) for r in self._read(name, **params)]
+        return [record_of(r["record"]) for r in self._read(name, **params)]
 
     def records_with_status(self, tenant: str, statuses: Sequence[Status]) -> list[MemoryRecord]:
         return self._records("records_with_status", tenant=tenant, statuses=[s.value for s in statuses])
@@ -535,16 +562,16 @@ class Neo4jBackend:
         return self._dependents("support_of", tenant, record_ids)
 
     def _dependents(self, name: str, tenant: str, record_ids: Sequence[str]) -> list[Dependent]:
-        rows = self._read(name, tenant=tenant, ids=list(record_ids))
+        found = self._read(name, tenant=tenant, ids=list(record_ids))[0]["dependents"]
         return [
             Dependent(
-                MemoryRecord.model_validate_json(row["json"]),
+                record_of(stored),
                 tuple(
                     ParentState(pid, Status(status), from_micros(sup), from_micros(inv))
-                    for pid, status, sup, inv in row["parents"]
+                    for pid, status, sup, inv in parents
                 ),
             )
-            for row in rows
+            for stored, parents in found
         ]
 
     def related_scopes(self, tenant: str, anchor: str, via: Sequence[str], hops: int) -> set[str]:
@@ -579,7 +606,7 @@ class Neo4jBackend:
             if row["type"] == "DERIVED_FROM" and row["dst"] not in upstream:
                 continue
             if row["memory"] is not None:
-                other = MemoryRecord.model_validate_json(row["memory"])
+                other = record_of(row["memory"])
                 memories[other.id] = other
             if row["source"] is not None:
                 source = _source(row["source"])
