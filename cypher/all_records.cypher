@@ -1,4 +1,4 @@
-// Every record of one tenant.
+// Every record of one tenant, by id, as one row.
 MATCH (m:Memory {tenant: $tenant})
-RETURN [m.json, m.status, m.tombstone] AS record
-ORDER BY m.id
+WITH m ORDER BY m.id
+RETURN collect([m.json, m.status, m.tombstone]) AS records

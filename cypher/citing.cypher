@@ -1,3 +1,3 @@
-// Records that cite a source.
+// Records that cite a source, as one row.
 MATCH (:Source {tenant: $tenant, id: $id})<-[:CITES]-(m:Memory)
-RETURN [m.json, m.status, m.tombstone] AS record
+RETURN collect([m.json, m.status, m.tombstone]) AS records

@@ -1,4 +1,4 @@
-// Records by id, in the order given.
+// Records by id, in the order given, as one row.
 UNWIND $ids AS id
 MATCH (m:Memory {tenant: $tenant, id: id})
-RETURN [m.json, m.status, m.tombstone] AS record
+RETURN collect([m.json, m.status, m.tombstone]) AS records

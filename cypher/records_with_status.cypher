@@ -1,5 +1,5 @@
-// A tenant's records in any of the given statuses.
+// A tenant's records in any of the given statuses, by id.
 MATCH (m:Memory {tenant: $tenant})
 WHERE m.status IN $statuses
-RETURN [m.json, m.status, m.tombstone] AS record
-ORDER BY m.id
+WITH m ORDER BY m.id
+RETURN collect([m.json, m.status, m.tombstone]) AS records

@@ -2,6 +2,11 @@
 // gate.cypher), instead of separate start/end/recency/sensitivity_rank
 // properties. Data migration, run outside an explicit transaction in batches;
 // both steps only touch records not yet migrated, so re-running is harmless.
+// The (tenant, kind, status) index served no query and cost every status
+// change an index update; a tenant index serves the per-tenant listings.
+DROP INDEX graphmem_memory_status IF EXISTS;
+CREATE INDEX graphmem_memory_tenant IF NOT EXISTS
+FOR (m:Memory) ON (m.tenant);
 MATCH (m:Memory) WHERE m.g IS NULL
 CALL (m) {
   SET m.g = [

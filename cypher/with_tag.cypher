@@ -1,5 +1,5 @@
-// A tenant's records carrying a tag (e.g. a subject key).
+// A tenant's records carrying a tag (e.g. a subject key), by id.
 MATCH (m:Memory {tenant: $tenant})
 WHERE $tag IN m.tags
-RETURN [m.json, m.status, m.tombstone] AS record
-ORDER BY m.id
+WITH m ORDER BY m.id
+RETURN collect([m.json, m.status, m.tombstone]) AS records

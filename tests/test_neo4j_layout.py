@@ -31,7 +31,7 @@ from graphmem import (
     Status,
     Tombstone,
 )
-from graphmem.backends.cypher import statements
+from graphmem.backends.cypher import cypher, statements
 from graphmem.backends.neo4j import RECORD_ROW, Neo4jBackend, micros, record_of
 from graphmem.testing.neo4j_server import Neo4jTarget
 
@@ -232,3 +232,24 @@ def test_a_store_on_an_older_schema_is_refused(
         store.add(_procedure(tenant))
     assert err.value.code == "schema_version"
     assert "graphmem schema apply" in str(err.value)
+
+
+@pytest.mark.parametrize("name", ["all_records", "records_with_status", "with_tag", "audit_events"])
+def test_per_tenant_listings_seek_an_index_instead_of_scanning_every_node(
+    neo4j_driver: neo4j.Driver, name: str
+) -> None:
+    """With a million records, a label scan per proposal or approvals listing is seconds."""
+    params = {"tenant": "t", "statuses": ["active"], "tag": "x", "record_id": None, "since": None}
+    with neo4j_driver.session() as session:
+        plan = session.run("EXPLAIN " + cypher(name), params).consume().plan
+    assert plan is not None
+    operators: list[str] = []
+
+    def walk(node: dict[str, Any]) -> None:
+        operators.append(node["operatorType"].split("@")[0])
+        for child in node.get("children", []):
+            walk(child)
+
+    walk(plan)
+    assert "NodeIndexSeek" in operators
+    assert not {"NodeByLabelScan", "AllNodesScan"} & set(operators)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
@@ -161,9 +161,9 @@ def record_of(stored: Sequence[Any]) -> MemoryRecord:
     return record.model_copy(update=update)
 
 
-def _sources(record: MemoryRecord) -> list[dict[str, Any]]:
+def _sources(sources: Iterable[Source]) -> list[dict[str, Any]]:
     # Quotes live only in the records that carry them, so erasing a record erases its quotes.
-    return [s.model_dump(mode="json", exclude={"quote"}) for s in record.sources]
+    return [s.model_dump(mode="json", exclude={"quote"}) for s in sources]
 
 
 def _record_row(record: MemoryRecord) -> list[Any]:
@@ -195,7 +195,7 @@ def _record_row(record: MemoryRecord) -> list[Any]:
         text,
         tombstone,
         _gate_list(record),
-        _sources(record),
+        _sources(record.sources),
     ]
 
 
@@ -278,7 +278,8 @@ def _chunk_params(name: str, rows: list[Any]) -> Iterator[dict[str, Any]]:
         elif name == "update_records":
             yield {
                 "rows": [_update_row(record) for record in chunk],
-                "sources": [source for record in chunk for source in _sources(record)],
+                # One update per source: records citing the same source carry the same state.
+                "sources": _sources({s.id: s for record in chunk for s in record.sources}.values()),
             }
         else:
             yield {"rows": chunk}
@@ -475,8 +476,7 @@ class Neo4jBackend:
     def get_many(self, tenant: str, record_ids: Sequence[str]) -> list[MemoryRecord]:
         if not record_ids:
             return []
-        rows = self._read("get_records", tenant=tenant, ids=list(record_ids))
-        return [record_of(r["record"]) for r in rows]
+        return self._records("get_records", tenant=tenant, ids=list(record_ids))
 
     def existing_ids(self, tenant: str, record_ids: Sequence[str]) -> set[str]:
         if not record_ids:
@@ -528,7 +528,8 @@ class Neo4jBackend:
         return self._records("all_records", tenant=tenant)
 
     def _records(self, name: str, **params: Any) -> list[MemoryRecord]:
-        return [record_of(r["record"]) for r in self._read(name, **params)]
+        """The records a one-row read collects (a row per record costs the driver more than the data)."""
+        return [record_of(stored) for stored in self._read(name, **params)[0]["records"]]
 
     def records_with_status(self, tenant: str, statuses: Sequence[Status]) -> list[MemoryRecord]:
         return self._records("records_with_status", tenant=tenant, statuses=[s.value for s in statuses])
@@ -550,6 +551,10 @@ class Neo4jBackend:
 
     def citing(self, tenant: str, source_id: str) -> list[MemoryRecord]:
         return self._records("citing", tenant=tenant, id=source_id)
+
+    def citing_ids(self, tenant: str, source_id: str) -> list[str]:
+        """The ids of the records that cite a source (``forget`` needs no more of them)."""
+        return list(self._read("citing_ids", tenant=tenant, id=source_id)[0]["ids"])
 
     def source(self, tenant: str, source_id: str) -> Source | None:
         rows = self._read("get_source", tenant=tenant, id=source_id)
