@@ -98,13 +98,14 @@ class Latency:
         return self.samples[index]
 
     def summary(self) -> dict[str, float]:
-        """``n``, ``p50_ms``, ``p95_ms``, ``p99_ms`` and sequential ``throughput_per_s``."""
+        """``n``, ``p50_ms``, ``p95_ms``, ``p99_ms``, ``max_ms`` and sequential ``throughput_per_s``."""
         total_s = sum(self.samples) / 1000.0
         return {
             "n": len(self.samples),
             "p50_ms": round(statistics.median(self.samples), 3),
             "p95_ms": round(self.pct(95), 3),
             "p99_ms": round(self.pct(99), 3),
+            "max_ms": round(self.samples[-1], 3),
             "throughput_per_s": round(len(self.samples) / total_s, 1) if total_s else 0.0,
         }
 

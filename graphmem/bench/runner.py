@@ -191,6 +191,9 @@ def _checks(row: dict[str, Any]) -> str:
         text = f"{row['candidates']:,} candidates, = oracle: {'yes' if row['recall_equals_oracle'] else 'NO'}"
         if workload == "recall_broad":
             text += f", {row['scopes_reached']} scopes"
+        if "first_recall" in row:
+            first = row["first_recall"]
+            text += f"; each caller's first recall p50 {first['p50_ms']} / max {first['max_ms']} ms"
         if workload == "explain_recall":
             text += f", a decision each: {'yes' if row['decision_per_candidate'] else 'NO'}"
         return text
