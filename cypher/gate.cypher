@@ -22,7 +22,7 @@ CALL () {
   MATCH (entry)-[:WITHIN*0..]->(s:Scope)
   WITH DISTINCT s
   WITH s, s.type <> 'run' OR s.key IN $own_runs AS in_scope
-  MATCH (m:Memory)-[:APPLIES_TO]->(s)
+  MATCH (m)-[:APPLIES_TO]->(s)  // only memories apply to scopes: no label check per candidate
   RETURN m, in_scope
   UNION ALL
   WITH 1 AS _ WHERE $record_id IS NOT NULL

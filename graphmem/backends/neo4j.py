@@ -95,6 +95,8 @@ RECORD_ROW = (
 #: change rewrites a few small properties, not the JSON.
 _MUTABLE = {"status", "tombstone"}
 _REASONS: dict[str, DropReason | None] = {"": None, **{r.value: r for r in DropReason}}
+#: Pauses between attempts of a read that failed in a retryable way.
+_READ_PAUSES = (0.05, 0.2, 1.0)
 _PARAM = re.compile(r"\$([A-Za-z_]\w*)")
 T = TypeVar("T")
 
@@ -370,12 +372,20 @@ class Neo4jBackend:
             return session.execute_read(work)
 
     def _read(self, name: str, **params: Any) -> list[neo4j.Record]:
+        """One read statement in an auto-commit transaction: one round trip, where a
+        transaction function needs two (a recall reads twice). Reads are idempotent, so a
+        retryable failure (a transient error, a cluster member going away) is retried."""
         query = cypher(name)
-
-        def work(tx: neo4j.ManagedTransaction) -> list[neo4j.Record]:
-            return list(tx.run(query, params))
-
-        return self._run(work, write=False)
+        with self._errors(write=False):
+            for pause in (*_READ_PAUSES, None):
+                try:
+                    with self._session(write=False) as session:
+                        return list(session.run(query, params))
+                except (neo4j_errors.Neo4jError, neo4j_errors.DriverError) as err:
+                    if pause is None or not err.is_retryable():
+                        raise
+                time.sleep(pause)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     # -- schema -----------------------------------------------------------
 
