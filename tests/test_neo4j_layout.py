@@ -253,3 +253,36 @@ def test_per_tenant_listings_seek_an_index_instead_of_scanning_every_node(
     walk(plan)
     assert "NodeIndexSeek" in operators
     assert not {"NodeByLabelScan", "AllNodesScan"} & set(operators)
+
+
+def test_lineage_edges_reach_parents_written_in_a_later_chunk_of_the_same_batch(
+    neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str
+) -> None:
+    """A batch bigger than one statement's chunk: every DERIVED_FROM edge is written, also
+    when the parent comes later in the batch than its child."""
+    half = 3000
+
+    def claim(i: int, **fields: Any) -> MemoryRecord:
+        return MemoryRecord(
+            id=f"c{i}",
+            tenant=tenant,
+            kind=Kind.SEMANTIC,
+            scope=f"case:k{i % 7}",
+            content=f"claim {i}",
+            valid_from=T0,
+            **fields,
+        )
+
+    children = [claim(i, derived_from=(f"c{i + half}",)) for i in range(half)]
+    parents = [claim(i + half, sources=(Source(id=f"s{i % 11}"),)) for i in range(half)]
+    _store(neo4j_driver, neo4j_target).add_many([*children, *parents])
+    with neo4j_driver.session() as session:
+        row = session.run(
+            "MATCH (c:Memory {tenant: $tenant})-[:DERIVED_FROM]->(p:Memory) "
+            "WITH c, p, 'c' + toString(toInteger(substring(c.id, 1)) + $half) AS expected "
+            "RETURN count(*) AS n, sum(CASE WHEN p.id = expected THEN 1 ELSE 0 END) AS right",
+            tenant=tenant,
+            half=half,
+        ).single()
+    assert row is not None
+    assert (row["n"], row["right"]) == (half, half)

@@ -465,15 +465,32 @@ class Neo4jBackend:
                 groups[-1][2].append(row)
             else:
                 groups.append((name, tenant, [row]))
-        batches = [
-            (name, tenant, params) for name, tenant, rows in groups for params in _chunk_params(name, rows)
-        ]
 
         def work(tx: neo4j.ManagedTransaction) -> None:
-            for name, tenant, params in batches:
-                for query in statements(name):
-                    used = {k: params[k] for k in _PARAM.findall(query) if k in params}
-                    tx.run(query, {"tenant": tenant, **used}).consume()
+            pending: neo4j.Result | None = None
+
+            def send(query: str, tenant: str, params: dict[str, Any]) -> None:
+                # Pipelined: the next chunk's rows are built while the server runs this one.
+                nonlocal pending
+                used = {k: params[k] for k in _PARAM.findall(query) if k in params}
+                result = tx.run(query, {"tenant": tenant, **used})
+                if pending is not None:
+                    pending.consume()
+                pending = result
+
+            for name, tenant, rows in groups:
+                # Statement by statement over every chunk: a file's later statement (lineage
+                # edges) may need nodes from any chunk of its first.
+                first, *rest = statements(name)
+                built = []
+                for params in _chunk_params(name, rows):
+                    built.append(params)
+                    send(first, tenant, params)
+                for query in rest:
+                    for params in built:
+                        send(query, tenant, params)
+            if pending is not None:
+                pending.consume()
 
         self._run(work, write=True)
 
