@@ -266,19 +266,16 @@ class GroupView(Verdicts):
     def __init__(
         self, ordered: Sequence[tuple[str, str, Candidate]], ctx: ReadContext, in_scope: bool
     ) -> None:
+        super().__init__()
         self.ctx = ctx
         self.in_scope = in_scope
         self.key = _gate_key(ctx, in_scope)
         self.version = 0
-        self._digests = None
-        self.rows = []
-        self.candidate_fragments = []
-        self.dropped = []
         survivors: list[Document] = []
         for _, id_json, cand in ordered:
             reason = drop_reason(cand, ctx, in_scope)
             self.rows.append(_row(cand, id_json, reason))
-            self.candidate_fragments.append(f'[{id_json},"{cand.fingerprint}"]')
+            self.candidate_fragments.append(_candidate_fragment(cand, id_json))
             if reason is None:
                 survivors.append(_document(cand))
             else:
@@ -300,7 +297,7 @@ class GroupView(Verdicts):
         if new is not None:
             reason = drop_reason(new, self.ctx, self.in_scope)
             self.rows.insert(at, _row(new, id_json, reason))
-            self.candidate_fragments.insert(at, f'[{id_json},"{new.fingerprint}"]')
+            self.candidate_fragments.insert(at, _candidate_fragment(new, id_json))
             if reason is None:
                 self.corpus.add(_document(new))
             else:
@@ -311,6 +308,11 @@ def _row(cand: Candidate, id_json: str, reason: DropReason | None) -> Row:
     if reason is None:
         return cand.id, id_json, None, decision_fragment(id_json, *LIMITED)
     return cand.id, id_json, decision_fragment(id_json, False, reason, None), None
+
+
+def _candidate_fragment(cand: Candidate, id_json: str) -> str:
+    """The candidate's (id, fingerprint) pair as canonical JSON (a fingerprint is hex)."""
+    return f'[{id_json},"{cand.fingerprint}"]'
 
 
 def _document(cand: Candidate) -> Document:

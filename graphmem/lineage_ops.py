@@ -325,13 +325,7 @@ class LineageOps(StoreCore):
                 entries[record.id] = (record, f"applies to {record.scope}")
         else:
             dead_sources = frozenset({req.target})
-            # A backend may list the citing ids without loading the records (support_of loads them).
-            citing_ids = getattr(self.backend, "citing_ids", None)
-            citing = (
-                list(citing_ids(req.tenant, req.target))
-                if citing_ids is not None
-                else [r.id for r in self.backend.citing(req.tenant, req.target)]
-            )
+            citing = self.backend.citing_ids(req.tenant, req.target)  # support_of loads the records
             for dep in self.backend.support_of(req.tenant, citing):
                 if support_count(dep.record, dep.parents, set(), None, dead_sources) < max(
                     self.min_support, 1

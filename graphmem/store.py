@@ -336,7 +336,7 @@ class MemoryStore(LineageOps, WriteGateOps):
         gated = as_gated(self.backend.gate(ctx))
         ranked = gated.ranked(query, query_embedding)
         outcomes = _outcomes(ranked, ctx, every=explain)
-        selected_ids = [rid for rid, _ in ranked[: min(ctx.limit, len(ranked))] if outcomes[rid][0]]
+        selected_ids = [rid for rid, _ in ranked[: ctx.limit] if outcomes[rid][0]]
         receipt = build_receipt(
             ctx,
             query,

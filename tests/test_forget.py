@@ -299,6 +299,10 @@ def test_forgetting_a_source_counts_parents_by_status(store: MemoryStore, tenant
     store.forget(
         ForgetRequest(tenant=tenant, target="e1", mode=ForgetMode.REVOKE, reason="r", requested_by="u")
     )
+    # every backend lists a source's citing records by id alone, and the same ones as citing()
+    assert store.backend.citing_ids(tenant, "s1") == ["c1"]
+    assert [r.id for r in store.backend.citing(tenant, "s1")] == ["c1"]
+    assert store.backend.citing_ids(tenant, "no-such-source") == []
     report = store.forget(
         ForgetRequest(tenant=tenant, target="s1", mode=ForgetMode.REVOKE, reason="r", requested_by="u")
     )

@@ -11,7 +11,7 @@ import itertools
 import random
 import sys
 import threading
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from hypothesis import given, settings
@@ -159,19 +159,23 @@ def test_views_equal_the_reference_gate_at_every_now(seed: int) -> None:
                 )
 
 
-def test_writes_to_a_group_reach_its_cached_views() -> None:
-    store = MemoryStore.embedded(audit_recalls=False)
-    ctx = ReadContext(tenant="t", scopes=("case:a",), now=T0)
-    first = MemoryRecord(
-        id="one",
+def _episode(record_id: str, content: str, event_time: datetime) -> MemoryRecord:
+    return MemoryRecord(
+        id=record_id,
         tenant="t",
         kind=Kind.EPISODIC,
         scope="case:a",
-        content="gateway",
-        event_time=T0 - H,
+        content=content,
+        event_time=event_time,
         outcome=Outcome.UNKNOWN,
         sources=(Source(id="s"),),
     )
+
+
+def test_writes_to_a_group_reach_its_cached_views() -> None:
+    store = MemoryStore.embedded(audit_recalls=False)
+    ctx = ReadContext(tenant="t", scopes=("case:a",), now=T0)
+    first = _episode("one", "gateway", T0 - H)
     store.add(first)
     assert store.recall(ctx, "gateway").ids == ["one"]
     store.add(first.model_copy(update={"id": "two", "event_time": T0 - 2 * H}))
@@ -184,17 +188,7 @@ def test_writes_to_a_group_reach_its_cached_views() -> None:
 
 def test_group_views_are_bounded() -> None:
     group = ScopeGroup()
-    record = MemoryRecord(
-        id="one",
-        tenant="t",
-        kind=Kind.EPISODIC,
-        scope="case:a",
-        content="x",
-        event_time=T0,
-        outcome=Outcome.UNKNOWN,
-        sources=(Source(id="s"),),
-    )
-    group.put("one", Candidate.of(record, None, None))
+    group.put("one", Candidate.of(_episode("one", "x", T0), None, None))
     views = {
         id(group.view(ReadContext(tenant="t", scopes=("case:a",), now=T0, limit=n), True)) for n in (1, 2)
     }

@@ -184,6 +184,10 @@ class Backend(Protocol):
         """Records with a CITES edge to the source."""
         ...
 
+    def citing_ids(self, tenant: str, source_id: str) -> list[str]:
+        """The ids of the records that cite ``source_id``, without loading the records."""
+        ...
+
     def source(self, tenant: str, source_id: str) -> Source | None: ...
 
     def support_of(self, tenant: str, record_ids: Sequence[str]) -> list[Dependent]:

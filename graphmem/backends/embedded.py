@@ -339,14 +339,13 @@ class EmbeddedBackend:
         return out
 
     def citing(self, tenant: str, source_id: str) -> list[MemoryRecord]:
+        return [self.graph.nodes[_mem(tenant, i)]["record"] for i in self.citing_ids(tenant, source_id)]
+
+    def citing_ids(self, tenant: str, source_id: str) -> list[str]:
         node = _src(tenant, source_id)
         if node not in self.graph:
             return []
-        return [
-            self.graph.nodes[m]["record"]
-            for m, edges in self.graph.pred[node].items()
-            if m[0] == "m" and "CITES" in edges
-        ]
+        return [m[2] for m, edges in self.graph.pred[node].items() if m[0] == "m" and "CITES" in edges]
 
     def _parents(self, node: Node) -> list[Node]:
         return [p for p, edges in self.graph.succ[node].items() if p[0] == "m" and "DERIVED_FROM" in edges]

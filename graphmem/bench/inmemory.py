@@ -35,7 +35,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from graphmem.bench.core import candidates, measure, oracle
+from graphmem.bench.core import candidates, oracle
 from graphmem.bench.workloads import BenchConfig, Loaded
 from graphmem.gate import run_gate, validity_window
 from graphmem.model import MemoryRecord, ReadContext
@@ -133,8 +133,7 @@ def inmemory_workload(store: MemoryStore, loaded: Loaded, cfg: BenchConfig) -> l
 
         for k in range(len(contexts)):  # every caller once untimed, on both sides: caches filled
             call(k)
-        tick = cfg.progress(description, cfg.repeats)
-        return measure(one, cfg.repeats, cfg.warmup, budget_s=cfg.budget_s, tick=tick).summary()
+        return cfg.timed(one, description).summary()
 
     def recall(k: int) -> object:
         selection = store.recall(contexts[k], loaded.queries[k])

@@ -94,6 +94,16 @@ class BenchConfig:
     batch: int = 5000
     progress: Progress = field(default=_quiet, compare=False)
 
+    def timed(self, call: Callable[[], object], description: str) -> Latency:
+        """``measure`` with this configuration's repeats, warm-up, budget and a progress bar."""
+        return measure(
+            call,
+            self.repeats,
+            warmup=self.warmup,
+            budget_s=self.budget_s,
+            tick=self.progress(description, self.repeats),
+        )
+
     def cascade_repeats(self, dependents: int) -> int:
         """Each forget needs fresh dependents, so big cascades are repeated less."""
         if self.forget_repeats is not None:
@@ -157,13 +167,7 @@ def _timed_recalls(
         i += 1
         results.append((k, store.recall(contexts[k], query_list[k], explain=explain)))
 
-    latency = measure(
-        one,
-        cfg.repeats,
-        warmup=cfg.warmup,
-        budget_s=cfg.budget_s,
-        tick=cfg.progress(description, cfg.repeats),
-    )
+    latency = cfg.timed(one, description)
     exact = all(sel.ids == expected[k] for k, sel in results)
     first = dict(reversed(results))
     each = [first[k] for k in range(len(contexts))]
@@ -252,13 +256,7 @@ def explain_workload(store: MemoryStore, loaded: Loaded, cfg: BenchConfig) -> li
         j += 1
         return store.explain(loaded.contexts[k], rid, loaded.queries[k])
 
-    one_latency = measure(
-        one,
-        cfg.repeats,
-        warmup=cfg.warmup,
-        budget_s=cfg.budget_s,
-        tick=cfg.progress("explain(ctx, id)", cfg.repeats),
-    )
+    one_latency = cfg.timed(one, "explain(ctx, id)")
     return [
         {
             "workload": "explain_recall",
@@ -324,13 +322,7 @@ def naive_workload(
             n = j % len(loaded.contexts)
             return _naive(store, loaded.contexts[n], loaded.queries[n], k)
 
-        latency = measure(
-            one,
-            cfg.repeats,
-            warmup=cfg.warmup,
-            budget_s=cfg.budget_s,
-            tick=cfg.progress(f"naive top-{k} then filter", cfg.repeats),
-        )
+        latency = cfg.timed(one, f"naive top-{k} then filter")
         summary = latency.summary()
         rows.append(
             {
@@ -442,13 +434,7 @@ def trace_workload(store: MemoryStore, tenant: str, cfg: BenchConfig) -> dict[st
         i += 1
         return store.trace(tenant, leaves[i % len(leaves)])
 
-    latency = measure(
-        one,
-        cfg.repeats,
-        warmup=cfg.warmup,
-        budget_s=cfg.budget_s,
-        tick=cfg.progress(f"trace depth {depth}", cfg.repeats),
-    )
+    latency = cfg.timed(one, f"trace depth {depth}")
     return {
         "workload": "trace",
         "depth": found,
