@@ -13,8 +13,11 @@
 // wrong_tenant cannot occur: every candidate is reached through one of the
 // tenant's own nodes, and no edge crosses tenants.
 //
-// One row: candidate ids, fingerprints and reasons ('' = eligible) as
-// parallel lists, and [id, content, recency µs, embedding] per survivor.
+// One row of parallel lists: candidate ids, fingerprints and reasons ('' =
+// eligible); then, for the survivors in the same order, their recency in µs
+// and (only with $with_content, else an empty list) [content, embedding]: a
+// client that already holds a survivor's text for its fingerprint need not
+// receive it again.
 CALL () {
   WITH 1 AS _ WHERE $record_id IS NULL
   MATCH (entry:Scope {tenant: $tenant})
@@ -48,5 +51,6 @@ WITH m, g, CASE
   ELSE ''
 END AS reason
 RETURN collect(m.id) AS ids, collect(m.fingerprint) AS fingerprints, collect(reason) AS reasons,
-  collect(CASE WHEN reason = '' THEN [m.id, m.content, g[6], CASE WHEN g[7] = 1 THEN m.embedding END] END)
-    AS survivors
+  collect(CASE WHEN reason = '' THEN g[6] END) AS recency,
+  collect(CASE WHEN $with_content AND reason = '' THEN [m.content, CASE WHEN g[7] = 1 THEN m.embedding END] END)
+    AS docs

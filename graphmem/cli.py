@@ -44,6 +44,11 @@ def _selection_table(title: str, selection: Selection) -> Table:
     return table
 
 
+#: The server ``bench --launch`` starts: sized so a 1M-record run's store stays in memory.
+BENCH_HEAP = "-Xms4g -Xmx4g"
+BENCH_PAGECACHE = "6g"
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="graphmem")
 @click.option(
@@ -449,6 +454,19 @@ def _workload_names(values: tuple[str, ...]) -> tuple[str, ...]:
     "equals graphmem's, repeatable [default: 100, 1000, 10000].",
 )
 @click.option("--launch", is_flag=True, help="Neo4j: start a local Neo4j 5.26 (Java + Maven) for the run.")
+@click.option(
+    "--heap",
+    default=BENCH_HEAP,
+    show_default=True,
+    help="With --launch: the server's JVM heap (a size, or JVM flags).",
+)
+@click.option(
+    "--pagecache",
+    default=BENCH_PAGECACHE,
+    show_default=True,
+    help="With --launch: the server's page cache; it should hold the whole store (about 3.5 GB at 1M "
+    "records, with the broad tenant's second million).",
+)
 @click.option("--output", type=click.Path(dir_okay=False), help="Write the results as JSON here.")
 @click.option(
     "--plot", "plot_path", type=click.Path(dir_okay=False), help="Write a PNG plot here (matplotlib)."
@@ -477,6 +495,8 @@ def bench(
     forget_mode: str,
     naive_ks: tuple[int, ...],
     launch: bool,
+    heap: str,
+    pagecache: str,
     output: str | None,
     plot_path: str | None,
     markdown_path: str | None,
@@ -518,7 +538,7 @@ def bench(
         if backend == "neo4j" and launch:
             from graphmem.testing.neo4j_server import LocalNeo4j
 
-            server = LocalNeo4j().start()
+            server = LocalNeo4j(heap=heap, pagecache=pagecache).start()
             root.obj = {"uri": server.uri, "auth": server.auth}
         elif backend == "neo4j" and not str((root.obj or {}).get("uri", "")).startswith(("bolt", "neo4j")):
             raise click.UsageError("--backend neo4j needs --store bolt://… or neo4j://…, or --launch")

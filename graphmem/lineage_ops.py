@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import TypeAdapter
 
 from graphmem._args import check_aware, check_rel_type, check_scope, check_tenant
-from graphmem._core import StoreCore
+from graphmem._core import StoreCore, bulk
 from graphmem.backends.base import AddEdge, AppendAudit, Dependent, Op, PutRecord, UpdateRecord
 from graphmem.errors import ConflictError, ContractViolation, LineageError, NotFound
 from graphmem.lineage import FORGOTTEN, lost_support, support_count, support_ends
@@ -309,6 +309,10 @@ class LineageOps(StoreCore):
         Erase replaces content, embedding, tags and quotes with a tombstone (who,
         when, why); the text is then gone from the store's nodes, indexes and files.
         """
+        with bulk():
+            return self._forget(request)
+
+    def _forget(self, request: ForgetRequest) -> ForgetReport:
         req = request
         target_type = self._resolve_target(req)
         now = self.clock()

@@ -15,6 +15,7 @@ from typing import Any, Self
 from urllib.parse import unquote, urlparse
 
 from graphmem._args import check_rel_type, check_scope, check_tenant
+from graphmem._core import bulk
 from graphmem.backends.base import (
     AppendAudit,
     Backend,
@@ -39,6 +40,7 @@ from graphmem.model import (
     WritePolicy,
     utcnow,
 )
+from graphmem.model.base import validated
 from graphmem.ranking import SELECTOR_VERSION
 from graphmem.receipts import build_receipt, receipt_is_consistent
 from graphmem.write_ops import WriteGateOps
@@ -182,7 +184,8 @@ class MemoryStore(LineageOps, WriteGateOps):
 
     def add_many(self, records: Iterable[MemoryRecord]) -> list[MemoryRecord]:
         """Write records in one all-or-nothing batch: any violation writes none of them."""
-        return self._write_new(list(records))
+        with bulk():
+            return self._write_new(list(records))
 
     def _write_new(
         self,
@@ -202,8 +205,10 @@ class MemoryStore(LineageOps, WriteGateOps):
                     f"add() takes MemoryRecord values, got {type(record).__name__}",
                     code="not_a_record",
                 )
-            # Re-validate: model_copy(update=...) skips validation, the store must not.
-            record = batch[i] = MemoryRecord.model_validate(record.model_dump())
+            # Re-validate what skipped validation (model_copy(update=...), model_construct):
+            # the store must not.
+            if not validated(record):
+                record = batch[i] = MemoryRecord.model_validate(record.model_dump())
             check_record(record)
             key = (record.tenant, record.id)
             if key in seen:
@@ -309,30 +314,39 @@ class MemoryStore(LineageOps, WriteGateOps):
         candidate, ranked ones in rank order and then the gate's drops by id;
         otherwise only for the selected records.
         """
-        selection = self._recall(ctx, query, explain, query_embedding)
-        if self.audit_recalls:
-            event = AuditEvent(
-                tenant=ctx.tenant,
-                action="recalled",
-                actor=actor,
-                record_ids=selection.receipt.selected_ids,
-                at=self.clock(),
-                details={"receipt": selection.receipt.digest, "context": selection.receipt.context_digest},
-            )
-            self.backend.apply([AppendAudit(event=event)])
-        return selection
+        return self._recall(ctx, query, explain, query_embedding, audit=self.audit_recalls, actor=actor)
 
     def _recall(
-        self, ctx: ReadContext, query: str, explain: bool, query_embedding: Sequence[float] | None
+        self,
+        ctx: ReadContext,
+        query: str,
+        explain: bool,
+        query_embedding: Sequence[float] | None,
+        *,
+        audit: bool = False,
+        actor: str | None = None,
     ) -> Selection:
         if not isinstance(ctx, ReadContext):
             raise ContractViolation("recall() needs a ReadContext", code="not_a_context")
         with self.backend.reading():
-            return self._recall_now(ctx, query, explain, query_embedding)
+            receipt, decisions = self._recall_now(ctx, query, explain, query_embedding)
+            event = None
+            if audit:
+                event = AuditEvent(
+                    tenant=ctx.tenant,
+                    action="recalled",
+                    actor=actor,
+                    record_ids=receipt.selected_ids,
+                    at=self.clock(),
+                    details={"receipt": receipt.digest, "context": receipt.context_digest},
+                )
+            # The selected records and the audit event in one round trip where the backend can.
+            records = tuple(self.backend.recalled(ctx.tenant, receipt.selected_ids, event))
+        return Selection(records=records, decisions=decisions, receipt=receipt)
 
     def _recall_now(
         self, ctx: ReadContext, query: str, explain: bool, query_embedding: Sequence[float] | None
-    ) -> Selection:
+    ) -> tuple[Receipt, tuple[Decision, ...]]:
         gated = as_gated(self.backend.gate(ctx))
         ranked = gated.ranked(query, query_embedding)
         outcomes = _outcomes(ranked, ctx, every=explain)
@@ -364,8 +378,7 @@ class MemoryStore(LineageOps, WriteGateOps):
                 Decision.model_construct(record_id=i, selected=True, reason=None, score=outcomes[i][2])
                 for i in selected_ids
             )
-        records = tuple(self.backend.get_many(ctx.tenant, selected_ids))
-        return Selection(records=records, decisions=decisions, receipt=receipt)
+        return receipt, decisions
 
     def explain(self, ctx: ReadContext, record_id: str, query: str = "") -> Decision:
         """Why ``record_id`` was (not) used for ``ctx``: its decision, wherever the record applies.
@@ -388,8 +401,9 @@ class MemoryStore(LineageOps, WriteGateOps):
         """Recompute ``receipt`` against the store as of ``ctx.now``; False on any difference."""
         if not receipt_is_consistent(receipt, ctx):
             return False
-        again = self._recall(ctx, receipt.query, False, receipt.query_embedding)
-        return again.receipt == receipt
+        with self.backend.reading():
+            again, _ = self._recall_now(ctx, receipt.query, False, receipt.query_embedding)
+        return again == receipt
 
     def audit(
         self, tenant: str, record_id: str | None = None, since: datetime | None = None

@@ -183,6 +183,30 @@ def test_add_many_with_one_violation_writes_nothing(
     assert store.get(tenant, "existing") is not None
 
 
+# Field values that fail validation; model_copy(update=...) and model_construct skip it.
+UNCHECKED = [
+    ({"scope": "no scope key"}, "invalid_scope"),
+    ({"tenant": "no tenant!"}, "invalid_tenant"),
+    ({"content": "x" * 100_001}, "invalid_memoryrecord"),
+]
+
+
+@pytest.mark.parametrize(("update", "code"), UNCHECKED, ids=[c for _, c in UNCHECKED])
+@pytest.mark.parametrize("how", ["model_copy", "model_construct"])
+def test_records_that_skipped_validation_are_validated_on_write(
+    store: MemoryStore, tenant: str, update: dict[str, Any], code: str, how: str
+) -> None:
+    good = make(tenant, Kind.SEMANTIC, "unchecked")
+    if how == "model_copy":
+        bad = good.model_copy(update=update)
+    else:
+        bad = MemoryRecord.model_construct(**{**dict(good), **update})
+    with pytest.raises(ContractViolation) as info:
+        store.add_many([*good_batch(tenant), bad])
+    assert info.value.code == code
+    assert_nothing_written(store, tenant, ["unchecked", *(r.id for r in good_batch(tenant))], 0)
+
+
 def test_add_rejects_what_is_not_a_record(store: MemoryStore, tenant: str) -> None:
     with pytest.raises(ContractViolation) as info:
         store.add_many([make(tenant, Kind.WORKING, "ok"), {"id": "x"}])  # type: ignore[list-item]

@@ -32,6 +32,8 @@ import pytest
 from graphmem import (
     BackendUnavailable,
     ConflictError,
+    ForgetMode,
+    ForgetRequest,
     Kind,
     MemoryRecord,
     MemoryStore,
@@ -389,6 +391,107 @@ def test_routing_uri_works_against_a_single_server(neo4j_target: Neo4jTarget, te
         assert store.get(tenant, record.id) == record
         ctx = ReadContext(tenant=tenant, scopes=("case:c1",), now=T0 + timedelta(days=1))
         assert store.recall(ctx, "capture").ids == [record.id]
+
+
+# --------------------------------------------------------------------------
+# the survivors' text held by the backend between recalls
+# --------------------------------------------------------------------------
+
+
+def _fact(tenant: str, record_id: str, content: str) -> MemoryRecord:
+    return MemoryRecord(
+        id=record_id,
+        tenant=tenant,
+        kind=Kind.SEMANTIC,
+        scope="case:c1",
+        content=content,
+        created_at=T0,
+        valid_from=T0,
+        sources=(Source(id=f"src-{record_id}"),),
+    )
+
+
+def _facts(tenant: str) -> list[MemoryRecord]:
+    return [
+        _fact(tenant, "f1", "the refund window is thirty days"),
+        _fact(tenant, "f2", "refunds go back to the original card"),
+        _fact(tenant, "f3", "the office closes at six"),
+    ]
+
+
+def _rewrite(driver: neo4j.Driver, target: Neo4jTarget, record: MemoryRecord) -> None:
+    """Replace a stored record's text through a second backend, as another process would."""
+    Neo4jBackend(driver, uri=target.uri or "").apply([PutRecord(record=record, replace=True)])
+
+
+def _recall(store: MemoryStore, tenant: str, query: str) -> tuple[list[str], str]:
+    ctx = ReadContext(tenant=tenant, scopes=("case:c1",), now=T0 + timedelta(days=1), limit=1)
+    selection = store.recall(ctx, query)
+    return selection.ids, selection.receipt.digest
+
+
+def test_text_another_writer_changed_is_never_ranked_from_memory(
+    neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str
+) -> None:
+    store = _store(neo4j_driver, neo4j_target)
+    store.add_many(_facts(tenant))
+    assert _recall(store, tenant, "office closes")[0] == ["f3"]  # every survivor's text is now held
+    _rewrite(neo4j_driver, neo4j_target, _fact(tenant, "f3", "the cafeteria serves lunch"))
+    fresh = _store(neo4j_driver, neo4j_target)
+    for query in ("office closes", "cafeteria lunch", "refund window"):
+        assert _recall(store, tenant, query) == _recall(fresh, tenant, query), query
+    assert _recall(store, tenant, "cafeteria lunch")[0] == ["f3"]
+
+
+def test_a_record_changed_between_the_gate_and_its_text_is_gated_again(
+    neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str
+) -> None:
+    store = _store(neo4j_driver, neo4j_target)
+    store.add_many(_facts(tenant))
+    backend = store.backend
+    assert isinstance(backend, Neo4jBackend)
+    reads: list[str] = []
+    plain_read = backend._read
+
+    def read(name: str, **params: Any) -> list[neo4j.Record]:
+        reads.append(name)
+        if name == "survivor_docs" and reads.count("survivor_docs") == 1:
+            _rewrite(neo4j_driver, neo4j_target, _fact(tenant, "f3", "the cafeteria serves lunch"))
+        return plain_read(name, **params)
+
+    backend._read = read  # type: ignore[method-assign]
+    ids, digest = _recall(store, tenant, "cafeteria lunch")
+    assert reads == ["gate", "survivor_docs", "gate"]
+    assert (ids, digest) == _recall(_store(neo4j_driver, neo4j_target), tenant, "cafeteria lunch")
+    assert ids == ["f3"]
+
+
+def test_erasing_a_record_drops_its_held_text(
+    neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str
+) -> None:
+    store = _store(neo4j_driver, neo4j_target)
+    store.add_many(_facts(tenant))
+    assert _recall(store, tenant, "office closes")[0] == ["f3"]
+    backend = store.backend
+    assert isinstance(backend, Neo4jBackend)
+    held = repr(backend._docs._entries)
+    assert "the office closes at six" in held
+    store.forget(
+        ForgetRequest(tenant=tenant, target="f3", mode=ForgetMode.ERASE, reason="asked", requested_by="dpo")
+    )
+    assert "the office closes at six" not in repr(backend._docs._entries)
+    assert "the refund window is thirty days" in repr(backend._docs._entries)
+
+
+def test_held_text_is_bounded(neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str) -> None:
+    backend = Neo4jBackend(neo4j_driver, uri=neo4j_target.uri or "", doc_cache=2)
+    store = MemoryStore(backend)
+    store.add_many(_facts(tenant))
+    assert _recall(store, tenant, "refund window")[0] == ["f1"]
+    assert len(backend._docs._entries) == 2
+    assert _recall(store, tenant, "refund window") == _recall(
+        _store(neo4j_driver, neo4j_target), tenant, "refund window"
+    )
 
 
 # --------------------------------------------------------------------------

@@ -315,3 +315,46 @@ def test_verify_rejects_a_different_context(store: MemoryStore, tenant: str, cha
     receipt = recall(store, context(tenant))
     assert not store.verify(receipt, context(tenant, **change))
     assert store.verify(receipt, context(tenant))
+
+
+# -- the audit trail of recalls ---------------------------------------------------------
+
+
+def test_each_recall_appends_one_audit_event_naming_its_receipt(store: MemoryStore, tenant: str) -> None:
+    fill(store, tenant)
+    before = len(store.audit(tenant))
+    first = store.recall(context(tenant), QUERY, actor="agent-1")
+    second = store.recall(context(tenant, limit=1), "holidays", actor="agent-2")
+    empty = store.recall(context(tenant, scopes=("workspace:nowhere",), run_id=None), QUERY)
+    events = store.audit(tenant)[before:]
+    assert [e.action for e in events] == ["recalled"] * 3
+    for event, selection, actor in zip(
+        events, (first, second, empty), ("agent-1", "agent-2", None), strict=True
+    ):
+        assert event.actor == actor
+        assert event.record_ids == selection.receipt.selected_ids
+        assert event.details == {
+            "receipt": selection.receipt.digest,
+            "context": selection.receipt.context_digest,
+        }
+        # The records returned are the selected ones, in rank order.
+        assert [r.id for r in selection.records] == list(selection.receipt.selected_ids)
+    assert first.ids
+    assert not empty.ids
+
+
+def test_verify_and_explain_append_no_audit_event(store: MemoryStore, tenant: str) -> None:
+    fill(store, tenant)
+    selection = store.recall(context(tenant), QUERY)
+    before = len(store.audit(tenant))
+    assert store.verify(selection.receipt, context(tenant))
+    store.explain(context(tenant), "hit-1", QUERY)
+    assert len(store.audit(tenant)) == before
+
+
+def test_recall_without_auditing_appends_nothing(tenant: str) -> None:
+    with MemoryStore.embedded(audit_recalls=False) as store:
+        fill(store, tenant)
+        before = len(store.audit(tenant))
+        assert store.recall(context(tenant), QUERY).ids
+        assert len(store.audit(tenant)) == before

@@ -160,6 +160,13 @@ class Backend(Protocol):
         """The records with these ids, in the given order (missing ones left out)."""
         ...
 
+    def recalled(
+        self, tenant: str, record_ids: Sequence[str], audit: AuditEvent | None
+    ) -> list[MemoryRecord]:
+        """``get_many`` of a recall's selection, appending the recall's audit event (if any)
+        in the same transaction."""
+        ...
+
     def all_records(self, tenant: str) -> list[MemoryRecord]: ...
 
     def scope_exists(self, tenant: str, scope: str) -> bool: ...

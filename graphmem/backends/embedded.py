@@ -299,6 +299,13 @@ class EmbeddedBackend:
     def get_many(self, tenant: str, record_ids: Sequence[str]) -> list[MemoryRecord]:
         return [r for r in (self.get(tenant, i) for i in record_ids) if r is not None]
 
+    def recalled(
+        self, tenant: str, record_ids: Sequence[str], audit: AuditEvent | None
+    ) -> list[MemoryRecord]:
+        if audit is not None:
+            self.apply([AppendAudit(event=audit)])
+        return self.get_many(tenant, record_ids)
+
     def _records(self, tenant: str) -> list[MemoryRecord]:
         groups = (g for (_, t, _), g in self._by_scope.items() if t == tenant)
         return [c.record for group in groups for c in group.members.values()]

@@ -12,6 +12,7 @@ driver decodes far faster than a row per candidate.
 from __future__ import annotations
 
 import re
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -49,9 +50,11 @@ from graphmem.model import (
 )
 from graphmem.model.canonical import sha256
 
-__all__ = ["RECORD_ROW", "SCHEMA_VERSION", "Neo4jBackend", "record_of"]
+__all__ = ["DOC_CACHE", "RECORD_ROW", "SCHEMA_VERSION", "Neo4jBackend", "record_of"]
 
 SCHEMA_VERSION = 2
+#: Records whose text (content, embedding) a backend keeps for ranking, by default.
+DOC_CACHE = 200_000
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICRO = timedelta(microseconds=1)
 _last_ord = 0
@@ -287,15 +290,75 @@ def _chunk_params(name: str, rows: list[Any]) -> Iterator[dict[str, Any]]:
             yield {"rows": chunk}
 
 
+class _DocCache:
+    """What ranking reads of recently gated records (content, embedding), by tenant and id.
+
+    An entry is used only while the server reports the same fingerprint for the
+    record, so a changed record is never ranked on old text; this backend's own
+    writes drop the entries of the records they touch, so erased text does not
+    stay here. Oldest entries go first once ``capacity`` is reached.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._entries: dict[tuple[str, str], tuple[str, str, tuple[float, ...] | None]] = {}
+        self._lock = threading.Lock()
+
+    def get_many(
+        self, tenant: str, keys: Iterable[tuple[str, str]]
+    ) -> dict[str, tuple[str, tuple[float, ...] | None]]:
+        """(content, embedding) of each (id, fingerprint) held with that fingerprint."""
+        found: dict[str, tuple[str, tuple[float, ...] | None]] = {}
+        entries = self._entries
+        with self._lock:
+            for rid, fingerprint in keys:
+                entry = entries.get((tenant, rid))
+                if entry is not None and entry[0] == fingerprint:
+                    found[rid] = entry[1:]
+        return found
+
+    def put_many(self, tenant: str, rows: Iterable[tuple[str, str, str, Sequence[float] | None]]) -> None:
+        if self.capacity <= 0:
+            return
+        entries = self._entries
+        with self._lock:
+            for rid, fingerprint, content, embedding in rows:
+                entries.pop((tenant, rid), None)
+                entries[(tenant, rid)] = (
+                    fingerprint,
+                    content,
+                    None if embedding is None else tuple(embedding),
+                )
+            while len(entries) > self.capacity:
+                del entries[next(iter(entries))]
+
+    def drop(self, keys: Iterable[tuple[str, str]]) -> None:
+        with self._lock:
+            for key in keys:
+                self._entries.pop(key, None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
 class Neo4jBackend:
     """Graph I/O against Neo4j 5 through the official driver."""
 
-    def __init__(self, driver: neo4j.Driver, *, database: str | None = None, uri: str = "") -> None:
+    def __init__(
+        self,
+        driver: neo4j.Driver,
+        *,
+        database: str | None = None,
+        uri: str = "",
+        doc_cache: int = DOC_CACHE,
+    ) -> None:
         self.driver = driver
         self.database = database
         self.uri = uri
         self._owns_driver = False
         self._schema_ok = False
+        self._docs = _DocCache(doc_cache)
 
     @classmethod
     def connect(
@@ -306,6 +369,7 @@ class Neo4jBackend:
         database: str | None = None,
         driver: neo4j.Driver | None = None,
         connection_timeout: float = 10.0,
+        doc_cache: int = DOC_CACHE,
     ) -> Neo4jBackend:
         """Open a driver (unless one is given) and check the server answers."""
         owns = driver is None
@@ -326,7 +390,7 @@ class Neo4jBackend:
                 f"cannot reach Neo4j at {uri}: {err}. Check that the server is running and "
                 "that the URI, credentials and database are right (bolt://host:7687 or neo4j://host:7687)."
             ) from err
-        backend = cls(driver, database=database, uri=uri)
+        backend = cls(driver, database=database, uri=uri, doc_cache=doc_cache)
         backend._owns_driver = owns
         try:
             backend._read("ping")
@@ -375,11 +439,16 @@ class Neo4jBackend:
         """One read statement in an auto-commit transaction: one round trip, where a
         transaction function needs two (a recall reads twice). Reads are idempotent, so a
         retryable failure (a transient error, a cluster member going away) is retried."""
+        return self._auto(name, False, params)
+
+    def _auto(self, name: str, write: bool, params: dict[str, Any]) -> list[neo4j.Record]:
+        """One statement in an auto-commit transaction, retried on retryable failures: only
+        for reads and for writes that are idempotent."""
         query = cypher(name)
-        with self._errors(write=False):
+        with self._errors(write=write):
             for pause in (*_READ_PAUSES, None):
                 try:
-                    with self._session(write=False) as session:
+                    with self._session(write=write) as session:
                         return list(session.run(query, params))
                 except (neo4j_errors.Neo4jError, neo4j_errors.DriverError) as err:
                     if pause is None or not err.is_retryable():
@@ -458,6 +527,10 @@ class Neo4jBackend:
 
     def apply(self, ops: Sequence[Op]) -> None:
         self._require_schema()
+        # Before the write, so no reader can keep text this write replaces (an erasure).
+        self._docs.drop(
+            (op.record.tenant, op.record.id) for op in ops if isinstance(op, PutRecord | UpdateRecord)
+        )
         groups: list[tuple[str, str, list[Any]]] = []
         for op in ops:
             name, tenant, row = _rows(op)
@@ -520,9 +593,9 @@ class Neo4jBackend:
         found = {r["key"] for r in self._read("scope_ancestors", tenant=tenant, scopes=list(scopes))}
         return found | set(scopes)
 
-    def _gate(self, ctx: ReadContext, record_id: str | None) -> tuple[list[Any], ...]:
+    def _gate(self, ctx: ReadContext, record_id: str | None, with_content: bool) -> neo4j.Record:
         self._require_schema()
-        row = self._read(
+        return self._read(
             "gate",
             tenant=ctx.tenant,
             record_id=record_id,
@@ -533,23 +606,64 @@ class Neo4jBackend:
             now=micros(ctx.now),
             clearance_rank=ctx.clearance.rank,
             environment=list(ctx.environment),
+            with_content=with_content,
         )[0]
-        return row[0], row[1], row[2], row[3]
 
     def gate(self, ctx: ReadContext) -> GateResult:
-        ids, fingerprints, reasons, alive = self._gate(ctx, None)
+        """The gate's verdicts from the server; survivors' text from the document cache.
+
+        The server sends text only on request: what the cache lacks is fetched by
+        a second read. If one of those records changed in between (its
+        fingerprint differs), the gate runs again with every survivor's text.
+        """
+        ids, fingerprints, reasons, recency, _ = self._gate(ctx, None, with_content=False)
         verdicts = [(i, f, _REASONS[r]) for i, f, r in zip(ids, fingerprints, reasons, strict=True)]
+        alive = [(i, f) for i, f, r in zip(ids, fingerprints, reasons, strict=True) if not r]
+        tenant = ctx.tenant
+        held = self._docs.get_many(tenant, alive)
+        missing = [(rid, fp) for rid, fp in alive if rid not in held]
+        if missing:
+            fetched = self._read("survivor_docs", tenant=tenant, ids=[rid for rid, _ in missing])[0]["docs"]
+            found = {row[0]: row for row in fetched}
+            if any(found.get(rid, (rid, ""))[1] != fp for rid, fp in missing):
+                return self._gate_with_content(ctx)
+            for rid, _ in missing:
+                _, _, content, embedding = found[rid]
+                held[rid] = (content, None if embedding is None else tuple(embedding))
+            self._docs.put_many(tenant, [found[rid] for rid, _ in missing])
         survivors = [
-            (i, content, recency / 1_000_000, None if embedding is None else tuple(embedding))
-            for i, content, recency, embedding in alive
+            (rid, *held[rid][:1], at / 1_000_000, held[rid][1])
+            for (rid, _), at in zip(alive, recency, strict=True)
+        ]
+        return GateResult(verdicts, survivors)
+
+    def _gate_with_content(self, ctx: ReadContext) -> GateResult:
+        """The gate with every survivor's text from the server (a record changed mid-read)."""
+        ids, fingerprints, reasons, recency, docs = self._gate(ctx, None, with_content=True)
+        verdicts = [(i, f, _REASONS[r]) for i, f, r in zip(ids, fingerprints, reasons, strict=True)]
+        alive = [i for i, r in zip(ids, reasons, strict=True) if not r]
+        survivors = [
+            (rid, content, at / 1_000_000, None if embedding is None else tuple(embedding))
+            for rid, at, (content, embedding) in zip(alive, recency, docs, strict=True)
         ]
         return GateResult(verdicts, survivors)
 
     def gate_one(self, ctx: ReadContext, record_id: str) -> tuple[str, DropReason | None] | None:
-        ids, fingerprints, reasons, _ = self._gate(ctx, record_id)
+        ids, fingerprints, reasons, _, _ = self._gate(ctx, record_id, with_content=False)
         if not ids:
             return None
         return fingerprints[0], _REASONS[reasons[0]]
+
+    def recalled(
+        self, tenant: str, record_ids: Sequence[str], audit: AuditEvent | None
+    ) -> list[MemoryRecord]:
+        """The selected records, with the recall's audit event appended in the same round trip."""
+        if audit is None:
+            return self.get_many(tenant, record_ids)
+        self._require_schema()
+        params = {"tenant": tenant, "ids": list(record_ids), "event": _rows(AppendAudit(event=audit))[2]}
+        rows = self._auto("recalled_records", True, params)[0]["records"]
+        return [record_of(stored) for stored in rows]
 
     def all_records(self, tenant: str) -> list[MemoryRecord]:
         return self._records("all_records", tenant=tenant)
@@ -686,5 +800,6 @@ class Neo4jBackend:
         return nullcontext()  # every read is its own transaction
 
     def close(self) -> None:
+        self._docs.clear()
         if self._owns_driver:
             self.driver.close()

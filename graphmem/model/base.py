@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import weakref
 from datetime import UTC, datetime
 from typing import Annotated, Any, ClassVar, Self
 
@@ -114,10 +115,24 @@ def _as_contract_violation(err: ValidationError, model: str, error_code: str) ->
     return ContractViolation(f"{what} is invalid: {details}", code=code)
 
 
+_VALIDATED: weakref.WeakValueDictionary[int, GraphmemModel] = weakref.WeakValueDictionary()
+"""Instances of tracked models that passed validation, by ``id``; see ``validated``."""
+
+
+def validated(instance: GraphmemModel) -> bool:
+    """Whether ``instance`` came out of validation (its constructor, ``model_validate`` or
+    ``model_validate_json``), as opposed to ``model_copy(update=...)`` or ``model_construct``,
+    which skip it. Only models with ``_track_validated`` are tracked; models are frozen, so
+    a validated instance stays valid."""
+    return _VALIDATED.get(id(instance)) is instance
+
+
 class GraphmemModel(BaseModel):
     """Strict base: unknown fields are rejected; errors become ``ContractViolation``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+    #: Remember validated instances (``validated``), so a store need not validate them again.
+    _track_validated: ClassVar[bool] = False
     #: The code of a ContractViolation for invalid input, unless a field's own code applies.
     error_code: ClassVar[str] = ""
 
@@ -130,17 +145,25 @@ class GraphmemModel(BaseModel):
             super().__init__(**data)
         except ValidationError as err:
             raise _as_contract_violation(err, type(self).__name__, self._code()) from None
+        if self._track_validated:
+            _VALIDATED[id(self)] = self
 
     @classmethod
     def model_validate(cls, obj: Any, *args: Any, **kwargs: Any) -> Self:
         try:
-            return super().model_validate(obj, *args, **kwargs)
+            made = super().model_validate(obj, *args, **kwargs)
         except ValidationError as err:
             raise _as_contract_violation(err, cls.__name__, cls._code()) from None
+        if cls._track_validated and made is not obj:  # an instance passed in is returned unchecked
+            _VALIDATED[id(made)] = made
+        return made
 
     @classmethod
     def model_validate_json(cls, json_data: str | bytes | bytearray, *args: Any, **kwargs: Any) -> Self:
         try:
-            return super().model_validate_json(json_data, *args, **kwargs)
+            made = super().model_validate_json(json_data, *args, **kwargs)
+            if cls._track_validated:
+                _VALIDATED[id(made)] = made
+            return made
         except ValidationError as err:
             raise _as_contract_violation(err, cls.__name__, cls._code()) from None

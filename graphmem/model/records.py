@@ -7,7 +7,7 @@ import math
 import re
 import unicodedata
 import uuid
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator
 from pydantic_core import PydanticCustomError
@@ -54,6 +54,8 @@ class Tombstone(GraphmemModel):
 
 class MemoryRecord(GraphmemModel):
     """One typed memory. Kind contracts are enforced when it is written (``graphmem.contracts``)."""
+
+    _track_validated: ClassVar[bool] = True
 
     id: Identifier = Field(default_factory=new_id)
     tenant: Tenant
