@@ -267,6 +267,13 @@ def _rows(op: Op) -> tuple[str, str, Any]:
     raise GraphmemError(f"unknown operation {op!r}", code="unknown_operation")
 
 
+def _verdicts(
+    ids: list[str], fingerprints: list[str], reasons: list[str]
+) -> list[tuple[str, str, DropReason | None]]:
+    """The gate's parallel lists as (record id, fingerprint, drop reason or None) rows."""
+    return [(i, f, _REASONS[r]) for i, f, r in zip(ids, fingerprints, reasons, strict=True)]
+
+
 def _chunk_params(name: str, rows: list[Any]) -> Iterator[dict[str, Any]]:
     """The parameters of each chunk of one statement group, at most ``_BATCH`` rows each."""
     for i in range(0, len(rows), _BATCH):
@@ -617,7 +624,7 @@ class Neo4jBackend:
         fingerprint differs), the gate runs again with every survivor's text.
         """
         ids, fingerprints, reasons, recency, _ = self._gate(ctx, None, with_content=False)
-        verdicts = [(i, f, _REASONS[r]) for i, f, r in zip(ids, fingerprints, reasons, strict=True)]
+        verdicts = _verdicts(ids, fingerprints, reasons)
         alive = [(i, f) for i, f, r in zip(ids, fingerprints, reasons, strict=True) if not r]
         tenant = ctx.tenant
         held = self._docs.get_many(tenant, alive)
@@ -632,7 +639,7 @@ class Neo4jBackend:
                 held[rid] = (content, None if embedding is None else tuple(embedding))
             self._docs.put_many(tenant, [found[rid] for rid, _ in missing])
         survivors = [
-            (rid, *held[rid][:1], at / 1_000_000, held[rid][1])
+            (rid, held[rid][0], at / 1_000_000, held[rid][1])
             for (rid, _), at in zip(alive, recency, strict=True)
         ]
         return GateResult(verdicts, survivors)
@@ -640,7 +647,7 @@ class Neo4jBackend:
     def _gate_with_content(self, ctx: ReadContext) -> GateResult:
         """The gate with every survivor's text from the server (a record changed mid-read)."""
         ids, fingerprints, reasons, recency, docs = self._gate(ctx, None, with_content=True)
-        verdicts = [(i, f, _REASONS[r]) for i, f, r in zip(ids, fingerprints, reasons, strict=True)]
+        verdicts = _verdicts(ids, fingerprints, reasons)
         alive = [i for i, r in zip(ids, reasons, strict=True) if not r]
         survivors = [
             (rid, content, at / 1_000_000, None if embedding is None else tuple(embedding))
