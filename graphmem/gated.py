@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from graphmem.gate import Candidate, GateResult, drop_reason
 from graphmem.model import DropReason, ReadContext
@@ -25,7 +25,7 @@ from graphmem.ranking import Document, Prepared, rank, rank_prepared
 from graphmem.receipts import (
     candidates_digest,
     decision_fragment,
-    decisions_digest,
+    digest_of_decision_lists,
     digest_of_fragments,
     json_string,
 )
@@ -92,11 +92,11 @@ class RowGate:
         return candidates_digest((rid, fp) for rid, fp, _ in self.verdicts)
 
     def decisions_digest(self, outcomes: Outcomes) -> str:
-        rows: list[tuple[str, bool, DropReason | None, float | None]] = [
-            (rid, False, reason, None) for rid, _, reason in self.verdicts if reason is not None
+        rows: list[list[Any]] = [
+            [rid, False, reason, None] for rid, _, reason in self.verdicts if reason is not None
         ]
-        rows.extend((rid, *outcomes.get(rid, LIMITED)) for rid, *_ in self.survivors)
-        return decisions_digest(rows)
+        rows.extend([rid, *outcomes.get(rid, LIMITED)] for rid, *_ in self.survivors)
+        return digest_of_decision_lists(rows)
 
 
 def as_gated(result: GateResult | Gated) -> Gated:

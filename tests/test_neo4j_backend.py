@@ -424,10 +424,10 @@ def _rewrite(driver: neo4j.Driver, target: Neo4jTarget, record: MemoryRecord) ->
     Neo4jBackend(driver, uri=target.uri or "").apply([PutRecord(record=record, replace=True)])
 
 
-def _recall(store: MemoryStore, tenant: str, query: str) -> tuple[list[str], str]:
+def _recall(store: MemoryStore, tenant: str, query: str) -> tuple[list[str], str, list[MemoryRecord]]:
     ctx = ReadContext(tenant=tenant, scopes=("case:c1",), now=T0 + timedelta(days=1), limit=1)
     selection = store.recall(ctx, query)
-    return selection.ids, selection.receipt.digest
+    return selection.ids, selection.receipt.digest, list(selection.records)
 
 
 def test_text_another_writer_changed_is_never_ranked_from_memory(
@@ -441,6 +441,54 @@ def test_text_another_writer_changed_is_never_ranked_from_memory(
     for query in ("office closes", "cafeteria lunch", "refund window"):
         assert _recall(store, tenant, query) == _recall(fresh, tenant, query), query
     assert _recall(store, tenant, "cafeteria lunch")[0] == ["f3"]
+
+
+def test_a_selected_record_another_writer_changed_is_returned_as_it_is_now(
+    neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str
+) -> None:
+    store = _store(neo4j_driver, neo4j_target)
+    store.add_many(_facts(tenant))
+    backend = store.backend
+    assert isinstance(backend, Neo4jBackend)
+    asked: list[list[str]] = []
+    plain_auto = backend._auto
+
+    def auto(name: str, write: bool, params: dict[str, Any]) -> list[neo4j.Record]:
+        if name == "recalled_records":
+            asked.append(params["ids"])
+        return plain_auto(name, write, params)
+
+    backend._auto = auto  # type: ignore[method-assign]
+    before = _recall(store, tenant, "office closes")
+    assert _recall(store, tenant, "office closes") == before
+    assert asked == [["f3"], []]  # held whole after the first recall: only the audit event is sent
+    changed = _fact(tenant, "f3", "the office closes at six").model_copy(update={"tags": ("hours",)})
+    _rewrite(neo4j_driver, neo4j_target, changed)
+    after = _recall(store, tenant, "office closes")
+    assert after[2] == [changed]
+    assert after == _recall(_store(neo4j_driver, neo4j_target), tenant, "office closes")
+    assert [e.action for e in store.audit(tenant)].count("recalled") == 4
+
+
+def test_a_record_held_whole_in_another_state_than_the_gate_saw_is_read_again(
+    neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str
+) -> None:
+    store = _store(neo4j_driver, neo4j_target)
+    store.add_many(_facts(tenant))
+    backend = store.backend
+    assert isinstance(backend, Neo4jBackend)
+    stale = _fact(tenant, "f3", "the office closes at five")
+    plain_gate = backend.gate
+
+    def gate(ctx: ReadContext) -> Any:
+        result = plain_gate(ctx)  # then another recall of this process holds an older state whole
+        backend._docs.put_many(tenant, [("f3", stale.fingerprint(), stale.content, None)])
+        backend._docs.put_record(tenant, stale.fingerprint(), stale)
+        return result
+
+    backend.gate = gate  # type: ignore[method-assign]
+    for _ in range(2):
+        assert _recall(store, tenant, "office closes")[2] == [_facts(tenant)[2]]
 
 
 def test_a_record_changed_between_the_gate_and_its_text_is_gated_again(
@@ -460,10 +508,10 @@ def test_a_record_changed_between_the_gate_and_its_text_is_gated_again(
         return plain_read(name, **params)
 
     backend._read = read  # type: ignore[method-assign]
-    ids, digest = _recall(store, tenant, "cafeteria lunch")
+    result = _recall(store, tenant, "cafeteria lunch")
     assert reads == ["gate", "survivor_docs", "gate"]
-    assert (ids, digest) == _recall(_store(neo4j_driver, neo4j_target), tenant, "cafeteria lunch")
-    assert ids == ["f3"]
+    assert result == _recall(_store(neo4j_driver, neo4j_target), tenant, "cafeteria lunch")
+    assert result[0] == ["f3"]
 
 
 def test_erasing_a_record_drops_its_held_text(

@@ -297,18 +297,24 @@ def _chunk_params(name: str, rows: list[Any]) -> Iterator[dict[str, Any]]:
             yield {"rows": chunk}
 
 
+_Entry = tuple[str, str, tuple[float, ...] | None, MemoryRecord | None]
+"""fingerprint, content, embedding, and the whole record once a recall selected it."""
+
+
 class _DocCache:
-    """What ranking reads of recently gated records (content, embedding), by tenant and id.
+    """What recall reads of recently gated records, by tenant and id: the survivors' text
+    (content, embedding) for ranking, and the selected records themselves.
 
     An entry is used only while the server reports the same fingerprint for the
-    record, so a changed record is never ranked on old text; this backend's own
-    writes drop the entries of the records they touch, so erased text does not
-    stay here. Oldest entries go first once ``capacity`` is reached.
+    record, so a changed record is never ranked on old text or returned in its
+    old state; this backend's own writes drop the entries of the records they
+    touch, so erased text does not stay here. Oldest entries go first once
+    ``capacity`` is reached.
     """
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
-        self._entries: dict[tuple[str, str], tuple[str, str, tuple[float, ...] | None]] = {}
+        self._entries: dict[tuple[str, str], _Entry] = {}
         self._lock = threading.Lock()
 
     def get_many(
@@ -321,10 +327,11 @@ class _DocCache:
             for rid, fingerprint in keys:
                 entry = entries.get((tenant, rid))
                 if entry is not None and entry[0] == fingerprint:
-                    found[rid] = entry[1:]
+                    found[rid] = (entry[1], entry[2])
         return found
 
     def put_many(self, tenant: str, rows: Iterable[tuple[str, str, str, Sequence[float] | None]]) -> None:
+        """Hold (id, fingerprint, content, embedding) rows, replacing what was held for those ids."""
         if self.capacity <= 0:
             return
         entries = self._entries
@@ -335,9 +342,27 @@ class _DocCache:
                     fingerprint,
                     content,
                     None if embedding is None else tuple(embedding),
+                    None,
                 )
             while len(entries) > self.capacity:
                 del entries[next(iter(entries))]
+
+    def records(self, tenant: str, keys: Iterable[tuple[str, str]]) -> dict[str, MemoryRecord]:
+        """The records held whole with the fingerprint asked for, of (id, fingerprint) ``keys``."""
+        found: dict[str, MemoryRecord] = {}
+        with self._lock:
+            for rid, fingerprint in keys:
+                entry = self._entries.get((tenant, rid))
+                if entry is not None and entry[0] == fingerprint and entry[3] is not None:
+                    found[rid] = entry[3]
+        return found
+
+    def put_record(self, tenant: str, fingerprint: str, record: MemoryRecord) -> None:
+        """Hold a record whole, if its text is held for the same fingerprint."""
+        with self._lock:
+            entry = self._entries.get((tenant, record.id))
+            if entry is not None and entry[0] == fingerprint:
+                self._entries[(tenant, record.id)] = (*entry[:3], record)
 
     def drop(self, keys: Iterable[tuple[str, str]]) -> None:
         with self._lock:
@@ -366,6 +391,7 @@ class Neo4jBackend:
         self._owns_driver = False
         self._schema_ok = False
         self._docs = _DocCache(doc_cache)
+        self._gated = threading.local()  # fingerprints: survivors of this thread's last gate
 
     @classmethod
     def connect(
@@ -627,6 +653,7 @@ class Neo4jBackend:
         verdicts = _verdicts(ids, fingerprints, reasons)
         alive = [(i, f) for i, f, r in zip(ids, fingerprints, reasons, strict=True) if not r]
         tenant = ctx.tenant
+        self._gated.fingerprints = dict(alive)
         held = self._docs.get_many(tenant, alive)
         missing = [(rid, fp) for rid, fp in alive if rid not in held]
         if missing:
@@ -648,6 +675,7 @@ class Neo4jBackend:
         """The gate with every survivor's text from the server (a record changed mid-read)."""
         ids, fingerprints, reasons, recency, docs = self._gate(ctx, None, with_content=True)
         verdicts = _verdicts(ids, fingerprints, reasons)
+        self._gated.fingerprints = {i: f for i, f, r in zip(ids, fingerprints, reasons, strict=True) if not r}
         alive = [i for i, r in zip(ids, reasons, strict=True) if not r]
         survivors = [
             (rid, content, at / 1_000_000, None if embedding is None else tuple(embedding))
@@ -664,13 +692,26 @@ class Neo4jBackend:
     def recalled(
         self, tenant: str, record_ids: Sequence[str], audit: AuditEvent | None
     ) -> list[MemoryRecord]:
-        """The selected records, with the recall's audit event appended in the same round trip."""
-        if audit is None:
-            return self.get_many(tenant, record_ids)
-        self._require_schema()
-        params = {"tenant": tenant, "ids": list(record_ids), "event": _rows(AppendAudit(event=audit))[2]}
-        rows = self._auto("recalled_records", True, params)[0]["records"]
-        return [record_of(stored) for stored in rows]
+        """The selected records, with the recall's audit event appended in the same round trip.
+
+        A record this thread's last gate saw is taken from the document cache if
+        it is held whole with the fingerprint that gate reported; the others are
+        read from the server (as they are now) and held for the next recall.
+        """
+        gated = getattr(self._gated, "fingerprints", {})
+        held = self._docs.records(tenant, ((rid, gated[rid]) for rid in record_ids if rid in gated))
+        missing = [rid for rid in record_ids if rid not in held]
+        if missing or audit is not None:
+            self._require_schema()
+            event = None if audit is None else _rows(AppendAudit(event=audit))[2]
+            params = {"tenant": tenant, "ids": missing, "event": event}
+            for text, status, tombstone, fingerprint in self._auto(
+                "recalled_records", audit is not None, params
+            )[0]["records"]:
+                record = record_of((text, status, tombstone))
+                held[record.id] = record
+                self._docs.put_record(tenant, fingerprint, record)
+        return [held[rid] for rid in record_ids if rid in held]
 
     def all_records(self, tenant: str) -> list[MemoryRecord]:
         return self._records("all_records", tenant=tenant)
