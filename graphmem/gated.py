@@ -17,15 +17,13 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 from graphmem.gate import Candidate, GateResult, drop_reason
 from graphmem.model import DropReason, ReadContext
 from graphmem.ranking import Document, Prepared, rank, rank_prepared
 from graphmem.receipts import (
-    candidates_digest,
     decision_fragment,
-    digest_of_decision_lists,
     digest_of_fragments,
     json_string,
 )
@@ -88,15 +86,33 @@ class RowGate:
     def ranked(self, query: str, query_embedding: Sequence[float] | None) -> list[tuple[str, float]]:
         return rank(self.survivors, query, query_embedding)
 
+    def _by_id(self) -> list[tuple[str, str, DropReason | None]]:
+        # Candidates are distinct records, so id order is the order of the digests' rows.
+        self.verdicts.sort(key=_first)
+        return self.verdicts
+
     def candidates_digest(self) -> str:
-        return candidates_digest((rid, fp) for rid, fp, _ in self.verdicts)
+        # Ids match [A-Za-z0-9][A-Za-z0-9._:@+-]* and fingerprints are hex: JSON writes both as is.
+        return digest_of_fragments([f'["{rid}","{fp}"]' for rid, fp, _ in self._by_id()])
 
     def decisions_digest(self, outcomes: Outcomes) -> str:
-        rows: list[list[Any]] = [
-            [rid, False, reason, None] for rid, _, reason in self.verdicts if reason is not None
+        fragments = [
+            f'["{rid}",false,"{reason.value}",null]'
+            if reason is not None
+            else f'["{rid}"{_LIMITED_TAIL}'
+            if rid not in outcomes
+            else decision_fragment(f'"{rid}"', *outcomes[rid])
+            for rid, _, reason in self._by_id()
         ]
-        rows.extend([rid, *outcomes.get(rid, LIMITED)] for rid, *_ in self.survivors)
-        return digest_of_decision_lists(rows)
+        return digest_of_fragments(fragments)
+
+
+_LIMITED_TAIL = decision_fragment("", *LIMITED)[1:]
+"""A ``LIMITED`` decision's fragment after its id."""
+
+
+def _first(row: tuple[str, str, DropReason | None]) -> str:
+    return row[0]
 
 
 def as_gated(result: GateResult | Gated) -> Gated:

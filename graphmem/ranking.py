@@ -91,31 +91,30 @@ def rank(
     docs = [(rid, *_terms(content), recency, emb) for rid, content, recency, emb in survivors]
     terms = list(dict.fromkeys(tokenize(query)))
     n = len(docs)
-    raw: list[float] = [0.0] * n
+    raw: dict[int, float] = {}  # by position; documents matching no term score 0
     best = 0.0
     if terms and n:
         avg_len = sum(doc[2] for doc in docs) / n or 1.0
-        df = {t: sum(1 for doc in docs if t in doc[1]) for t in terms}
-        idf = {t: math.log(1.0 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in terms}
+        postings = {t: [i for i, doc in enumerate(docs) if t in doc[1]] for t in terms}
+        idf = {t: math.log(1.0 + (n - len(hits) + 0.5) / (len(hits) + 0.5)) for t, hits in postings.items()}
         # Normalise by the most any document could score for this query, not by the best
         # survivor, so one weak term match does not get full weight against semantic similarity.
         best = sum(idf.values()) * (_K1 + 1.0)
-        for i, (_, counts, length, _, _) in enumerate(docs):
-            score = 0.0
-            for t in terms:
-                tf = counts.get(t, 0)
-                if tf:
-                    norm = _K1 * (1.0 - _B + _B * length / avg_len)
-                    score += idf[t] * tf * (_K1 + 1.0) / (tf + norm)
-            raw[i] = score
+        for t, hits in postings.items():  # each document's terms summed in query order
+            for i in hits:
+                _, counts, length, _, _ = docs[i]
+                tf = counts[t]
+                norm = _K1 * (1.0 - _B + _B * length / avg_len)
+                raw[i] = raw.get(i, 0.0) + idf[t] * tf * (_K1 + 1.0) / (tf + norm)
 
     keyed: list[tuple[float, float, str]] = []
-    for (rid, _, _, recency, embedding), lexical in zip(docs, raw, strict=True):
-        score = lexical / best if best > 0.0 else 0.0
+    for i, (rid, _, _, recency, embedding) in enumerate(docs):
+        lexical = raw.get(i, 0.0)
+        score = lexical / best if lexical else 0.0
         if query_embedding is not None and embedding is not None:
             similarity = max(0.0, cosine(query_embedding, embedding))
             score = _LEXICAL_WEIGHT * score + (1.0 - _LEXICAL_WEIGHT) * similarity
-        keyed.append((-round(score, _DIGITS), -recency, rid))
+        keyed.append((-round(score, _DIGITS) if score else -0.0, -recency, rid))
     keyed.sort()
     return [(rid, -neg_score) for neg_score, _, rid in keyed]
 

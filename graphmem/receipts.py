@@ -13,7 +13,6 @@ __all__ = [
     "candidates_digest",
     "decision_fragment",
     "decisions_digest",
-    "digest_of_decision_lists",
     "digest_of_fragments",
     "json_string",
     "receipt_is_consistent",
@@ -38,15 +37,10 @@ def candidates_digest(candidates: Iterable[tuple[str, str]]) -> str:
 
 def decisions_digest(decisions: Iterable[tuple[str, bool, DropReason | None, float | None]]) -> str:
     """Digest of every decision: (record id, selected, reason, score) tuples in any order."""
-    return digest_of_decision_lists(
-        [[record_id, selected, reason, score] for record_id, selected, reason, score in decisions]
+    rows = sorted(
+        [record_id, selected, reason, score]  # a DropReason is a str: JSON writes its value
+        for record_id, selected, reason, score in decisions
     )
-
-
-def digest_of_decision_lists(rows: list[list[Any]]) -> str:
-    """``decisions_digest`` of decisions already as [record id, selected, reason, score] lists
-    (sorted here, in place). A DropReason is a str: JSON writes its value."""
-    rows.sort()
     return sha256(canonical_json(rows))
 
 

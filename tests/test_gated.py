@@ -33,7 +33,7 @@ from graphmem.gated import LIMITED, RowGate, ScopeGroup, ViewGate
 from graphmem.model import DropReason
 from graphmem.model.canonical import canonical_json
 from graphmem.ranking import Prepared, rank, rank_prepared
-from graphmem.receipts import candidates_digest, decision_fragment, json_string
+from graphmem.receipts import candidates_digest, decision_fragment, decisions_digest, json_string
 from tests.conftest import T0
 
 H = timedelta(hours=1)
@@ -157,6 +157,39 @@ def test_views_equal_the_reference_gate_at_every_now(seed: int) -> None:
                         tenant="t", target=target, mode=ForgetMode.REVOKE, reason="r", requested_by="u"
                     )
                 )
+
+
+_ID_CHARS = "abcXYZ019._:@+-"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.dictionaries(
+        st.text(_ID_CHARS, min_size=1, max_size=8).map(lambda s: "r" + s),
+        st.tuples(
+            st.text("0123456789abcdef", min_size=64, max_size=64),
+            st.one_of(st.none(), st.sampled_from(list(DropReason))),
+            st.floats(0.0, 1.0),
+        ),
+        max_size=30,
+    ),
+    limit=st.integers(1, 5),
+)
+def test_row_digests_equal_the_canonical_json_digests(
+    rows: dict[str, tuple[str, DropReason | None, float]], limit: int
+) -> None:
+    """Fragments written by hand hash exactly as canonical JSON of the same rows, for any id."""
+    verdicts = [(rid, fp, reason) for rid, (fp, reason, _) in reversed(rows.items())]
+    survivors = [rid for rid, (_, reason, _) in rows.items() if reason is None]
+    gate = RowGate(list(verdicts), [(rid, "", 0.0, None) for rid in survivors])
+    assert gate.candidates_digest() == candidates_digest((rid, fp) for rid, fp, _ in verdicts)
+    outcomes = {rid: (True, None, rows[rid][2]) for rid in survivors[:limit]}
+    outcomes.update({rid: (False, DropReason.BELOW_MIN_SCORE, 0.0) for rid in survivors[limit : limit + 1]})
+    every = [
+        (rid, False, reason, None) if reason is not None else (rid, *outcomes.get(rid, LIMITED))
+        for rid, _, reason in verdicts
+    ]
+    assert gate.decisions_digest(outcomes) == decisions_digest(every)
 
 
 def _episode(record_id: str, content: str, event_time: datetime) -> MemoryRecord:
