@@ -1,5 +1,5 @@
 // newer SUPERSEDES older from row.at; older.superseded_at keeps the earliest
-// effect time, mirrored in its gate list (entry 8).
+// effect time, mirrored in its gate list (entry 10).
 UNWIND $rows AS row
 MATCH (newer:Memory {tenant: $tenant, id: row.src})
 MATCH (older:Memory {tenant: $tenant, id: row.dst})
@@ -8,4 +8,4 @@ SET e.at = row.at, e.reason = row.reason
 SET older.superseded_at = CASE
   WHEN older.superseded_at IS NULL OR row.at < older.superseded_at THEN row.at
   ELSE older.superseded_at END
-SET older.g = older.g[0..8] + [older.superseded_at] + older.g[9..]
+SET older.g = older.g[0..10] + [older.superseded_at] + older.g[11..]

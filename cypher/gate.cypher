@@ -9,15 +9,17 @@
 // procedural), 1 status (0 active, else m.status is the reason), 2 start and
 // 3 end of validity in µs (absent = -2^63+1 / 2^63-1), 4 sensitivity rank,
 // 5 verified success (1/0), 6 recency in µs, 7 has an embedding (1/0),
-// 8 superseded at and 9 invalidated at in µs (2^63-1 = never).
+// 8 and 9 the fingerprint's tokens (its first 120 bits as two integers),
+// 10 superseded at and 11 invalidated at in µs (2^63-1 = never).
 // wrong_tenant cannot occur: every candidate is reached through one of the
 // tenant's own nodes, and no edge crosses tenants.
 //
-// One row of parallel lists: candidate ids, fingerprints and reasons ('' =
-// eligible); then, for the survivors in the same order, their recency in µs
-// and (only with $with_content, else an empty list) [content, embedding]: a
-// client that already holds a survivor's text for its fingerprint need not
-// receive it again.
+// One row of parallel lists: candidate ids, both fingerprint tokens (first,
+// second), fingerprints (only with $fingerprints, else an empty list) and
+// reasons ('' = eligible); then, for the survivors in the same order, their
+// recency in µs and (only with $with_content, else an empty list) [content,
+// embedding]. A client that already holds a candidate's fingerprint and text
+// for its tokens need not receive them again.
 CALL () {
   WITH 1 AS _ WHERE $record_id IS NULL
   MATCH (entry:Scope {tenant: $tenant})
@@ -42,15 +44,16 @@ WITH m, g, CASE
   WHEN g[1] <> 0 THEN m.status
   WHEN $now < g[2] THEN 'not_yet_valid'
   WHEN $now >= g[3] THEN 'expired'
-  WHEN g[8] <= $now THEN 'superseded'
-  WHEN g[9] <= $now THEN 'invalidated'
+  WHEN g[10] <= $now THEN 'superseded'
+  WHEN g[11] <= $now THEN 'invalidated'
   WHEN NOT in_scope THEN 'scope_mismatch'
   WHEN g[4] > $clearance_rank THEN 'insufficient_clearance'
   WHEN g[0] = 3 AND g[5] = 0 THEN 'outcome_ineligible'
   WHEN g[0] = 3 AND NOT all(p IN m.preconditions WHERE p IN $environment) THEN 'precondition_unmet'
   ELSE ''
 END AS reason
-RETURN collect(m.id) AS ids, collect(m.fingerprint) AS fingerprints, collect(reason) AS reasons,
+RETURN collect(m.id) AS ids, collect(g[8]) AS first, collect(g[9]) AS second,
+  collect(CASE WHEN $fingerprints THEN m.fingerprint END) AS fingerprints, collect(reason) AS reasons,
   collect(CASE WHEN reason = '' THEN g[6] END) AS recency,
   collect(CASE WHEN $with_content AND reason = '' THEN [m.content, CASE WHEN g[7] = 1 THEN m.embedding END] END)
     AS docs

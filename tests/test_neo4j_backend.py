@@ -44,7 +44,7 @@ from graphmem import (
 from graphmem.backends import cypher as cypher_module
 from graphmem.backends.base import AppendAudit, Op, PutRecord, ScopeWithin
 from graphmem.backends.cypher import cypher, cypher_names, statements
-from graphmem.backends.neo4j import SCHEMA_VERSION, Neo4jBackend
+from graphmem.backends.neo4j import SCHEMA_VERSION, Neo4jBackend, fingerprint_tokens
 from graphmem.model import AuditEvent
 from graphmem.testing import neo4j_server
 from graphmem.testing.neo4j_server import LocalNeo4j, Neo4jTarget
@@ -176,10 +176,13 @@ def test_every_cypher_file_explains_on_the_server(
 
 
 def test_schema_files_split_into_several_statements() -> None:
+    counts = []
     for version in range(1, SCHEMA_VERSION + 1):
         parts = statements(f"schema_v{version}")
-        assert len(parts) > 1
-        assert all(";" not in p and not p.lstrip().startswith("//") for p in parts)
+        counts.append(len(parts))
+        assert all(p.strip() and ";" not in p and not p.lstrip().startswith("//") for p in parts)
+    assert min(counts) >= 1
+    assert max(counts) > 1
 
 
 _CLAUSE_AT_START = re.compile(
@@ -503,13 +506,13 @@ def test_a_record_changed_between_the_gate_and_its_text_is_gated_again(
 
     def read(name: str, **params: Any) -> list[neo4j.Record]:
         reads.append(name)
-        if name == "survivor_docs" and reads.count("survivor_docs") == 1:
+        if name == "candidate_docs" and reads.count("candidate_docs") == 1:
             _rewrite(neo4j_driver, neo4j_target, _fact(tenant, "f3", "the cafeteria serves lunch"))
         return plain_read(name, **params)
 
     backend._read = read  # type: ignore[method-assign]
     result = _recall(store, tenant, "cafeteria lunch")
-    assert reads == ["gate", "survivor_docs", "gate"]
+    assert reads == ["gate", "candidate_docs", "gate"]
     assert result == _recall(_store(neo4j_driver, neo4j_target), tenant, "cafeteria lunch")
     assert result[0] == ["f3"]
 
@@ -684,6 +687,38 @@ def test_setup_with_embeddings_adds_one_online_vector_index_idempotently(own_sto
         own_store.setup(embedding_dimensions=8)
     assert info.value.code == "embedding_dimensions"
     assert _schema_snapshot(backend.driver) == before
+
+
+def test_setup_migrates_version_2_gate_lists_in_place(own_store: MemoryStore) -> None:
+    """Version 2 lists (no fingerprint tokens, edge times at 8 and 9) become the current layout."""
+    backend = own_store.backend
+    assert isinstance(backend, Neo4jBackend)
+    assert own_store.setup() == SCHEMA_VERSION
+    tenant = f"t-mig-{uuid.uuid4().hex[:8]}"
+    own_store.add_many(_facts(tenant))
+    own_store.supersede(
+        tenant, "f1", _fact(tenant, "f4", "the refund window is sixty days"), reason="policy changed"
+    )
+    own_store.invalidate(tenant, "f2", by="f4", reason="wrong", at=T0 + timedelta(hours=1))
+    ctx = ReadContext(tenant=tenant, scopes=("case:c1",), now=T0 + timedelta(days=1))
+    expected = own_store.recall(ctx, "refund window", explain=True)
+    lists = "MATCH (m:Memory {tenant: $tenant}) RETURN m.id AS id, m.g AS g ORDER BY id"
+    current = _query(backend.driver, lists, tenant=tenant)
+    _query(
+        backend.driver, "MATCH (m:Memory {tenant: $tenant}) SET m.g = m.g[0..8] + m.g[10..]", tenant=tenant
+    )
+    _query(backend.driver, "MATCH (v:GraphmemSchema) SET v.version = 2")
+    with pytest.raises(BackendUnavailable) as info:
+        MemoryStore(Neo4jBackend(backend.driver, uri="bolt://old")).recall(ctx, "refund window")
+    assert info.value.code == "schema_version"
+    assert own_store.setup() == SCHEMA_VERSION
+    assert _query(backend.driver, lists, tenant=tenant) == current
+    fresh = MemoryStore(Neo4jBackend(backend.driver, uri="bolt://migrated"))
+    assert fresh.recall(ctx, "refund window", explain=True) == expected
+    tokens = {row["id"]: row["g"][8:10] for row in current}
+    assert tokens == {
+        r.id: list(fingerprint_tokens(r.fingerprint())) for r in fresh.backend.all_records(tenant)
+    }
 
 
 def test_connection_lost_during_setup_is_backend_unavailable(

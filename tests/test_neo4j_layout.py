@@ -32,7 +32,7 @@ from graphmem import (
     Tombstone,
 )
 from graphmem.backends.cypher import cypher, statements
-from graphmem.backends.neo4j import RECORD_ROW, Neo4jBackend, micros, record_of
+from graphmem.backends.neo4j import RECORD_ROW, Neo4jBackend, fingerprint_tokens, micros, record_of
 from graphmem.testing.neo4j_server import Neo4jTarget
 
 pytestmark = pytest.mark.neo4j
@@ -121,8 +121,9 @@ def test_node_properties_are_the_records_fields(
             1,  # verified success
             micros(record.valid_from),  # recency
             1,  # has an embedding
-            NEVER,
-            NEVER,
+            *fingerprint_tokens(record.fingerprint()),
+            NEVER,  # superseded at
+            NEVER,  # invalidated at
         ],
         "labels": ["Memory", "Procedural"],
     }
@@ -148,10 +149,14 @@ def test_gate_list_follows_supersession_invalidation_and_forgetting(
         update={"id": "claim-2", "content": "the limit is 20", "valid_from": T0 + timedelta(days=1)}
     )
     store.supersede(tenant, "claim-1", new, "raised")
-    assert _node(neo4j_driver, tenant, "claim-1")["g"][8] == micros(T0 + timedelta(days=1))
+    assert _node(neo4j_driver, tenant, "claim-1")["g"][10] == micros(T0 + timedelta(days=1))
     store.invalidate(tenant, "claim-1", "s1", "source retracted", at=T0 + timedelta(days=2))
     node = _node(neo4j_driver, tenant, "claim-1")
-    assert node["g"][8:] == [micros(T0 + timedelta(days=1)), micros(T0 + timedelta(days=2))]
+    assert node["g"][8:] == [
+        *fingerprint_tokens(old.fingerprint()),
+        micros(T0 + timedelta(days=1)),
+        micros(T0 + timedelta(days=2)),
+    ]
     store.forget(
         ForgetRequest(
             tenant=tenant, target="claim-1", mode=ForgetMode.ERASE, reason="gdpr", requested_by="dpo"
@@ -160,7 +165,8 @@ def test_gate_list_follows_supersession_invalidation_and_forgetting(
     erased = _node(neo4j_driver, tenant, "claim-1")
     assert erased["status"] == "erased"
     assert erased["g"][1] == 1
-    assert erased["g"][8:] == node["g"][8:], "an update keeps the edge times"
+    assert erased["g"][10:] == node["g"][10:], "an update keeps the edge times"
+    assert erased["g"][8:10] == list(fingerprint_tokens(erased["fingerprint"]))
     assert erased["fingerprint"] == store.get(tenant, "claim-1").fingerprint()  # type: ignore[union-attr]
     assert erased["g"][7] == 0
     stored = store.get(tenant, "claim-1")
@@ -202,24 +208,31 @@ def test_version_1_json_is_read_with_the_nodes_status() -> None:
     assert erased.fingerprint() == erased.model_copy().fingerprint()
 
 
-def test_schema_v2_migrates_nodes_written_by_v1(neo4j_driver: neo4j.Driver, tenant: str) -> None:
-    """A version-1 node keeps start/end/recency/sensitivity_rank; the migration folds them into g."""
+def test_schema_v2_and_v3_migrate_nodes_written_by_v1(neo4j_driver: neo4j.Driver, tenant: str) -> None:
+    """A version-1 node keeps start/end/recency/sensitivity_rank; version 2 folds them into g,
+    version 3 adds the fingerprint's tokens before the edge times."""
+    fingerprint = "f00dcafe0123456789abcdef" * 2 + "0" * 16
     at = micros(T0)
     assert at is not None
     with neo4j_driver.session() as session:
         session.run(
             "CREATE (:Memory {tenant: $tenant, id: 'v1', kind: 'episodic', status: 'contested', "
             "start: $at, recency: 1.0, sensitivity_rank: 2, outcome: 'failure', created_at: $created, "
-            "event_time: $at, invalidated_at: $at})",
+            "event_time: $at, invalidated_at: $at, fingerprint: $fingerprint})",
             tenant=tenant,
             at=at,
             created=at - 5,
+            fingerprint=fingerprint,
         ).consume()
         for statement in statements("schema_v2"):
             session.run(statement).consume()
-    node = _node(neo4j_driver, tenant, "v1")
-    assert node["g"] == [1, 1, at, NEVER, 2, 0, at, 0, NEVER, at]
-    assert not {"start", "end", "recency", "sensitivity_rank"} & set(node)
+        node = _node(neo4j_driver, tenant, "v1")
+        assert node["g"] == [1, 1, at, NEVER, 2, 0, at, 0, NEVER, at]
+        assert not {"start", "end", "recency", "sensitivity_rank"} & set(node)
+        for statement in statements("schema_v3"):
+            session.run(statement).consume()
+    tokens = [int(fingerprint[:15], 16), int(fingerprint[15:30], 16)]
+    assert _node(neo4j_driver, tenant, "v1")["g"] == [1, 1, at, NEVER, 2, 0, at, 0, *tokens, NEVER, at]
 
 
 def test_a_store_on_an_older_schema_is_refused(

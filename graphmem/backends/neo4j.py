@@ -50,9 +50,9 @@ from graphmem.model import (
 )
 from graphmem.model.canonical import sha256
 
-__all__ = ["DOC_CACHE", "RECORD_ROW", "SCHEMA_VERSION", "Neo4jBackend", "record_of"]
+__all__ = ["DOC_CACHE", "RECORD_ROW", "SCHEMA_VERSION", "Neo4jBackend", "fingerprint_tokens", "record_of"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: Records whose text (content, embedding) a backend keeps for ranking, by default.
 DOC_CACHE = 200_000
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -124,7 +124,13 @@ def _next_ord() -> int:
     return _last_ord
 
 
-def _gate_list(record: MemoryRecord) -> list[int]:
+def fingerprint_tokens(fingerprint: str) -> tuple[int, int]:
+    """The two integers the gate reports in place of a fingerprint: its first 120 bits
+    (30 hex digits, 15 per integer, so each fits a signed 64-bit integer)."""
+    return int(fingerprint[:15], 16), int(fingerprint[15:30], 16)
+
+
+def _gate_list(record: MemoryRecord, fingerprint: str) -> list[int]:
     """The record's gate inputs as gate.cypher reads them, without the two edge times."""
     start, end = validity_window(record)
     recency = record.valid_from or record.event_time or record.created_at
@@ -137,6 +143,7 @@ def _gate_list(record: MemoryRecord) -> list[int]:
         1 if record.succeeded else 0,
         (recency - _EPOCH) // _MICRO,
         0 if record.embedding is None else 1,
+        *fingerprint_tokens(fingerprint),
     ]
 
 
@@ -199,7 +206,7 @@ def _record_row(record: MemoryRecord) -> list[Any]:
         fingerprint,
         text,
         tombstone,
-        _gate_list(record),
+        _gate_list(record, fingerprint),
         _sources(record.sources),
     ]
 
@@ -217,7 +224,7 @@ def _update_row(record: MemoryRecord) -> list[Any]:
         list(record.tags),
         fingerprint,
         text,
-        _gate_list(record),
+        _gate_list(record, fingerprint),
     ]
 
 
@@ -297,19 +304,22 @@ def _chunk_params(name: str, rows: list[Any]) -> Iterator[dict[str, Any]]:
             yield {"rows": chunk}
 
 
-_Entry = tuple[str, str, tuple[float, ...] | None, MemoryRecord | None]
-"""fingerprint, content, embedding, and the whole record once a recall selected it."""
+_Entry = tuple[int, int, str, str | None, tuple[float, ...] | None, MemoryRecord | None]
+"""Fingerprint tokens, fingerprint, content and embedding (None when not held), and the
+whole record once a recall selected it."""
 
 
 class _DocCache:
-    """What recall reads of recently gated records, by tenant and id: the survivors' text
-    (content, embedding) for ranking, and the selected records themselves.
+    """What recall reads of recently gated records, by tenant and id: each candidate's
+    fingerprint, the survivors' text (content, embedding) for ranking, and the
+    selected records themselves.
 
-    An entry is used only while the server reports the same fingerprint for the
-    record, so a changed record is never ranked on old text or returned in its
-    old state; this backend's own writes drop the entries of the records they
-    touch, so erased text does not stay here. Oldest entries go first once
-    ``capacity`` is reached.
+    The gate reports each candidate's fingerprint tokens (``fingerprint_tokens``)
+    instead of its 64-digit fingerprint; an entry is used only while those tokens
+    are the ones it holds, so a changed record is never ranked on old text,
+    receipted with an old fingerprint or returned in an old state. This backend's
+    own writes drop the entries of the records they touch, so erased text does
+    not stay here. Oldest entries go first once ``capacity`` is reached.
     """
 
     def __init__(self, capacity: int) -> None:
@@ -317,21 +327,29 @@ class _DocCache:
         self._entries: dict[tuple[str, str], _Entry] = {}
         self._lock = threading.Lock()
 
-    def get_many(
-        self, tenant: str, keys: Iterable[tuple[str, str]]
-    ) -> dict[str, tuple[str, tuple[float, ...] | None]]:
-        """(content, embedding) of each (id, fingerprint) held with that fingerprint."""
-        found: dict[str, tuple[str, tuple[float, ...] | None]] = {}
+    def held(
+        self, tenant: str, ids: list[str], first: list[int], second: list[int], survivor: list[bool]
+    ) -> tuple[list[str | None], dict[str, tuple[str, tuple[float, ...] | None]]]:
+        """For the gate's parallel lists (ids, both fingerprint tokens, survivor flags): each
+        candidate's fingerprint (None if not held for its tokens), and the survivors' held text."""
+        fingerprints: list[str | None] = []
+        docs: dict[str, tuple[str, tuple[float, ...] | None]] = {}
         entries = self._entries
         with self._lock:
-            for rid, fingerprint in keys:
+            for k, rid in enumerate(ids):
                 entry = entries.get((tenant, rid))
-                if entry is not None and entry[0] == fingerprint:
-                    found[rid] = (entry[1], entry[2])
-        return found
+                if entry is None or entry[0] != first[k] or entry[1] != second[k]:
+                    fingerprints.append(None)
+                    continue
+                fingerprints.append(entry[2])
+                if survivor[k] and entry[3] is not None:
+                    docs[rid] = (entry[3], entry[4])
+        return fingerprints, docs
 
-    def put_many(self, tenant: str, rows: Iterable[tuple[str, str, str, Sequence[float] | None]]) -> None:
-        """Hold (id, fingerprint, content, embedding) rows, replacing what was held for those ids."""
+    def put_many(
+        self, tenant: str, rows: Iterable[tuple[str, str, str | None, Sequence[float] | None]]
+    ) -> None:
+        """Hold (id, fingerprint, content or None, embedding) rows, replacing what was held."""
         if self.capacity <= 0:
             return
         entries = self._entries
@@ -339,6 +357,7 @@ class _DocCache:
             for rid, fingerprint, content, embedding in rows:
                 entries.pop((tenant, rid), None)
                 entries[(tenant, rid)] = (
+                    *fingerprint_tokens(fingerprint),
                     fingerprint,
                     content,
                     None if embedding is None else tuple(embedding),
@@ -353,16 +372,16 @@ class _DocCache:
         with self._lock:
             for rid, fingerprint in keys:
                 entry = self._entries.get((tenant, rid))
-                if entry is not None and entry[0] == fingerprint and entry[3] is not None:
-                    found[rid] = entry[3]
+                if entry is not None and entry[2] == fingerprint and entry[5] is not None:
+                    found[rid] = entry[5]
         return found
 
     def put_record(self, tenant: str, fingerprint: str, record: MemoryRecord) -> None:
-        """Hold a record whole, if its text is held for the same fingerprint."""
+        """Hold a record whole, if its entry is for the same fingerprint."""
         with self._lock:
             entry = self._entries.get((tenant, record.id))
-            if entry is not None and entry[0] == fingerprint:
-                self._entries[(tenant, record.id)] = (*entry[:3], record)
+            if entry is not None and entry[2] == fingerprint:
+                self._entries[(tenant, record.id)] = (*entry[:5], record)
 
     def drop(self, keys: Iterable[tuple[str, str]]) -> None:
         with self._lock:
@@ -626,7 +645,9 @@ class Neo4jBackend:
         found = {r["key"] for r in self._read("scope_ancestors", tenant=tenant, scopes=list(scopes))}
         return found | set(scopes)
 
-    def _gate(self, ctx: ReadContext, record_id: str | None, with_content: bool) -> neo4j.Record:
+    def _gate(
+        self, ctx: ReadContext, record_id: str | None, fingerprints: bool, with_content: bool
+    ) -> neo4j.Record:
         self._require_schema()
         return self._read(
             "gate",
@@ -639,55 +660,75 @@ class Neo4jBackend:
             now=micros(ctx.now),
             clearance_rank=ctx.clearance.rank,
             environment=list(ctx.environment),
+            fingerprints=fingerprints,
             with_content=with_content,
         )[0]
 
     def gate(self, ctx: ReadContext) -> GateResult:
-        """The gate's verdicts from the server; survivors' text from the document cache.
+        """The gate's verdicts from the server; fingerprints and survivors' text from the
+        document cache.
 
-        The server sends text only on request: what the cache lacks is fetched by
-        a second read. If one of those records changed in between (its
-        fingerprint differs), the gate runs again with every survivor's text.
+        The server reports each candidate's fingerprint tokens, not its fingerprint,
+        and no text: what the cache lacks is fetched by a second read. If one of
+        those records changed in between (its fingerprint no longer matches the
+        tokens), the gate runs again with every fingerprint and survivor's text.
         """
-        ids, fingerprints, reasons, recency, _ = self._gate(ctx, None, with_content=False)
-        verdicts = _verdicts(ids, fingerprints, reasons)
-        alive = [(i, f) for i, f, r in zip(ids, fingerprints, reasons, strict=True) if not r]
+        gated = self._gate(ctx, None, fingerprints=False, with_content=False)
+        ids: list[str] = gated["ids"]
+        first: list[int] = gated["first"]
+        second: list[int] = gated["second"]
+        reasons: list[str] = gated["reasons"]
+        survivor = [not r for r in reasons]
         tenant = ctx.tenant
-        self._gated.fingerprints = dict(alive)
-        held = self._docs.get_many(tenant, alive)
-        missing = [(rid, fp) for rid, fp in alive if rid not in held]
-        if missing:
-            fetched = self._read("survivor_docs", tenant=tenant, ids=[rid for rid, _ in missing])[0]["docs"]
+        fingerprints, held = self._docs.held(tenant, ids, first, second, survivor)
+        wanted = [
+            k
+            for k, (rid, fp) in enumerate(zip(ids, fingerprints, strict=True))
+            if fp is None or (survivor[k] and rid not in held)
+        ]
+        if wanted:
+            fetched = self._read(
+                "candidate_docs",
+                tenant=tenant,
+                ids=[ids[k] for k in wanted],
+                texts=[survivor[k] for k in wanted],
+            )[0]["docs"]
             found = {row[0]: row for row in fetched}
-            if any(found.get(rid, (rid, ""))[1] != fp for rid, fp in missing):
-                return self._gate_with_content(ctx)
-            for rid, _ in missing:
-                _, _, content, embedding = found[rid]
-                held[rid] = (content, None if embedding is None else tuple(embedding))
-            self._docs.put_many(tenant, [found[rid] for rid, _ in missing])
+            for k in wanted:
+                row = found.get(ids[k])
+                if row is None or fingerprint_tokens(row[1]) != (first[k], second[k]):
+                    return self._gate_with_content(ctx)
+                fingerprints[k] = row[1]
+                if survivor[k]:
+                    held[row[0]] = (row[2], None if row[3] is None else tuple(row[3]))
+            self._docs.put_many(tenant, fetched)
+        verdicts = _verdicts(ids, fingerprints, reasons)  # type: ignore[arg-type]  # all known now
+        alive = [(rid, fp) for rid, fp, r in verdicts if r is None]
+        self._gated.fingerprints = dict(alive)
         survivors = [
             (rid, held[rid][0], at / 1_000_000, held[rid][1])
-            for (rid, _), at in zip(alive, recency, strict=True)
+            for (rid, _), at in zip(alive, gated["recency"], strict=True)
         ]
         return GateResult(verdicts, survivors)
 
     def _gate_with_content(self, ctx: ReadContext) -> GateResult:
-        """The gate with every survivor's text from the server (a record changed mid-read)."""
-        ids, fingerprints, reasons, recency, docs = self._gate(ctx, None, with_content=True)
-        verdicts = _verdicts(ids, fingerprints, reasons)
-        self._gated.fingerprints = {i: f for i, f, r in zip(ids, fingerprints, reasons, strict=True) if not r}
-        alive = [i for i, r in zip(ids, reasons, strict=True) if not r]
+        """The gate with every fingerprint and survivor's text from the server (a record
+        changed mid-read)."""
+        gated = self._gate(ctx, None, fingerprints=True, with_content=True)
+        verdicts = _verdicts(gated["ids"], gated["fingerprints"], gated["reasons"])
+        alive = [(rid, fp) for rid, fp, r in verdicts if r is None]
+        self._gated.fingerprints = dict(alive)
         survivors = [
             (rid, content, at / 1_000_000, None if embedding is None else tuple(embedding))
-            for rid, at, (content, embedding) in zip(alive, recency, docs, strict=True)
+            for (rid, _), at, (content, embedding) in zip(alive, gated["recency"], gated["docs"], strict=True)
         ]
         return GateResult(verdicts, survivors)
 
     def gate_one(self, ctx: ReadContext, record_id: str) -> tuple[str, DropReason | None] | None:
-        ids, fingerprints, reasons, _, _ = self._gate(ctx, record_id, with_content=False)
-        if not ids:
+        gated = self._gate(ctx, record_id, fingerprints=True, with_content=False)
+        if not gated["ids"]:
             return None
-        return fingerprints[0], _REASONS[reasons[0]]
+        return gated["fingerprints"][0], _REASONS[gated["reasons"][0]]
 
     def recalled(
         self, tenant: str, record_ids: Sequence[str], audit: AuditEvent | None
