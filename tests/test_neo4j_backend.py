@@ -433,6 +433,34 @@ def _recall(store: MemoryStore, tenant: str, query: str) -> tuple[list[str], str
     return selection.ids, selection.receipt.digest, list(selection.records)
 
 
+def _facts_store(driver: neo4j.Driver, target: Neo4jTarget, tenant: str) -> tuple[MemoryStore, Neo4jBackend]:
+    store = _store(driver, target)
+    store.add_many(_facts(tenant))
+    assert isinstance(store.backend, Neo4jBackend)
+    return store, store.backend
+
+
+def test_a_repeated_recall_reads_only_the_gate(
+    neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str
+) -> None:
+    """Fingerprints and text held from the first recall: the second sends the gate only."""
+    store, backend = _facts_store(neo4j_driver, neo4j_target, tenant)
+    store.invalidate(tenant, "f2", by="f1", reason="replaced", at=T0)  # one dropped candidate
+    reads: list[str] = []
+    plain_read = backend._read
+
+    def read(name: str, **params: Any) -> list[neo4j.Record]:
+        reads.append(name)
+        return plain_read(name, **params)
+
+    backend._read = read  # type: ignore[method-assign]
+    first = _recall(store, tenant, "refund card")
+    assert reads == ["gate", "candidate_docs"]
+    assert _recall(store, tenant, "refund card") == first
+    assert reads == ["gate", "candidate_docs", "gate"]
+    assert first == _recall(_store(neo4j_driver, neo4j_target), tenant, "refund card")
+
+
 def test_text_another_writer_changed_is_never_ranked_from_memory(
     neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str
 ) -> None:
@@ -449,10 +477,7 @@ def test_text_another_writer_changed_is_never_ranked_from_memory(
 def test_a_selected_record_another_writer_changed_is_returned_as_it_is_now(
     neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str
 ) -> None:
-    store = _store(neo4j_driver, neo4j_target)
-    store.add_many(_facts(tenant))
-    backend = store.backend
-    assert isinstance(backend, Neo4jBackend)
+    store, backend = _facts_store(neo4j_driver, neo4j_target, tenant)
     asked: list[list[str]] = []
     plain_auto = backend._auto
 
@@ -476,10 +501,7 @@ def test_a_selected_record_another_writer_changed_is_returned_as_it_is_now(
 def test_a_record_held_whole_in_another_state_than_the_gate_saw_is_read_again(
     neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str
 ) -> None:
-    store = _store(neo4j_driver, neo4j_target)
-    store.add_many(_facts(tenant))
-    backend = store.backend
-    assert isinstance(backend, Neo4jBackend)
+    store, backend = _facts_store(neo4j_driver, neo4j_target, tenant)
     stale = _fact(tenant, "f3", "the office closes at five")
     plain_gate = backend.gate
 
@@ -497,10 +519,7 @@ def test_a_record_held_whole_in_another_state_than_the_gate_saw_is_read_again(
 def test_a_record_changed_between_the_gate_and_its_text_is_gated_again(
     neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str
 ) -> None:
-    store = _store(neo4j_driver, neo4j_target)
-    store.add_many(_facts(tenant))
-    backend = store.backend
-    assert isinstance(backend, Neo4jBackend)
+    store, backend = _facts_store(neo4j_driver, neo4j_target, tenant)
     reads: list[str] = []
     plain_read = backend._read
 
