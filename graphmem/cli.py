@@ -467,6 +467,12 @@ def _workload_names(values: tuple[str, ...]) -> tuple[str, ...]:
     help="With --launch: the server's page cache; it should hold the whole store (about 3.5 GB at 1M "
     "records, with the broad tenant's second million).",
 )
+@click.option(
+    "--warmup-records",
+    type=click.IntRange(min=0),
+    help="Run the workloads untimed at this size first, so a freshly started server has compiled its "
+    "queries [default: 20000 with Neo4j, 0 embedded].",
+)
 @click.option("--output", type=click.Path(dir_okay=False), help="Write the results as JSON here.")
 @click.option(
     "--plot", "plot_path", type=click.Path(dir_okay=False), help="Write a PNG plot here (matplotlib)."
@@ -497,6 +503,7 @@ def bench(
     launch: bool,
     heap: str,
     pagecache: str,
+    warmup_records: int | None,
     output: str | None,
     plot_path: str | None,
     markdown_path: str | None,
@@ -543,6 +550,7 @@ def bench(
         elif backend == "neo4j" and not str((root.obj or {}).get("uri", "")).startswith(("bolt", "neo4j")):
             raise click.UsageError("--backend neo4j needs --store bolt://… or neo4j://…, or --launch")
         opener = MemoryStore.embedded if backend == "embedded" else functools.partial(_open, root)
+        warmup = warmup_records if warmup_records is not None else (0 if backend == "embedded" else 20_000)
         with Progress(console=Console(stderr=True), transient=True) as progress:
             shown: list[Any] = []
             for size in sizes:
@@ -554,7 +562,8 @@ def bench(
                     return functools.partial(progress.advance, shown[0])
 
                 cfg = dataclasses.replace(base, progress=bar)
-                doc = run_bench(opener, backend, [size], cfg, workloads)
+                doc = run_bench(opener, backend, [size], cfg, workloads, warmup_records=warmup)
+                warmup = 0  # once, before the first size
                 rows += doc["rows"]
     finally:
         if server is not None:

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from graphmem import MemoryStore
 from graphmem.backends.neo4j import Neo4jBackend
-from graphmem.bench import BenchConfig, attach_target, recall_workload, run_size, to_markdown
+from graphmem.bench import BenchConfig, attach_target, recall_workload, run_bench, run_size, to_markdown
 from graphmem.bench.plot import plot
 from graphmem.bench.workloads import explain_workload, forget_source_workload, forget_workload, load_main
 from graphmem.cli import cli
@@ -300,6 +300,33 @@ def test_cli_bench_writes_json_png_and_markdown(tmp_path: Path) -> None:
     assert "### trace" in markdown
     assert "### forget_cascade_3" in markdown
     assert "### forget_source_3" in markdown
+
+
+def test_warm_up_runs_untimed_on_its_own_store_before_the_sizes() -> None:
+    opened: list[tuple[MemoryStore, list[str]]] = []
+
+    def opener() -> MemoryStore:
+        store = MemoryStore.embedded(audit_recalls=False)
+        loaded: list[str] = []
+        add_many = store.add_many
+
+        def counting(records: Any, **kwargs: Any) -> Any:
+            loaded.extend(r.tenant for r in records)
+            return add_many(records, **kwargs)
+
+        store.add_many = counting  # type: ignore[method-assign]
+        opened.append((store, loaded))
+        return store
+
+    config = BenchConfig(in_scope=50, repeats=3, contexts=4, cascades=(1, 100, 500))
+    doc = run_bench(opener, "embedded", [300], config, ("recall_selective", "forget"), warmup_records=200)
+    assert len(opened) == 2
+    warm = opened[0][1]
+    assert sum(1 for t in warm if t.endswith("-recall")) == 200
+    assert sum(1 for t in warm if t.endswith("-forget")) == 20 * 2 + 10 * 101  # cascades of 1 and 100 only
+    assert {r["records"] for r in doc["rows"]} == {300}
+    assert doc["config"]["warmup_records"] == 200
+    assert [r["workload"] for r in doc["rows"]][:2] == ["ingest", "recall_selective"]
 
 
 def test_cli_bench_rejects_unknown_workloads() -> None:
