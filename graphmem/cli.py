@@ -534,6 +534,7 @@ def bench(
         base = dataclasses.replace(base, cascades=cascades)
     if naive_ks:
         base = dataclasses.replace(base, naive_ks=naive_ks)
+    first_warmup = warmup_records if warmup_records is not None else (0 if backend == "embedded" else 20_000)
     included: list[dict[str, Any]] = []
     for path in includes:
         included += json.loads(Path(path).read_text(encoding="utf-8"))["rows"]
@@ -550,7 +551,7 @@ def bench(
         elif backend == "neo4j" and not str((root.obj or {}).get("uri", "")).startswith(("bolt", "neo4j")):
             raise click.UsageError("--backend neo4j needs --store bolt://… or neo4j://…, or --launch")
         opener = MemoryStore.embedded if backend == "embedded" else functools.partial(_open, root)
-        warmup = warmup_records if warmup_records is not None else (0 if backend == "embedded" else 20_000)
+        warmup = first_warmup
         with Progress(console=Console(stderr=True), transient=True) as progress:
             shown: list[Any] = []
             for size in sizes:
@@ -569,6 +570,8 @@ def bench(
         if server is not None:
             server.stop()
     doc["rows"] = rows
+    if doc:
+        doc["config"]["warmup_records"] = first_warmup
     shown_rows = included + rows
     console = Console()
     if not console.is_terminal:

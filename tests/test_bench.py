@@ -275,6 +275,7 @@ def test_cli_bench_writes_json_png_and_markdown(tmp_path: Path) -> None:
         [
             *args,
             *("--workloads", "recall_selective,forget", "--cascade", "3", "--forget-mode", "erase"),
+            *("--warmup-records", "200"),
             *("--include", str(first)),
             *("--output", str(out), "--plot", str(png), "--markdown", str(md)),
         ],
@@ -291,6 +292,7 @@ def test_cli_bench_writes_json_png_and_markdown(tmp_path: Path) -> None:
     ]
     assert doc["config"]["cascades"] == [3]
     assert doc["config"]["forget_mode"] == "erase"
+    assert doc["config"]["warmup_records"] == 200
     for forget in doc["rows"][2:]:
         assert (forget["mode"], forget["all_removed"], forget["erased"]) == ("erase", True, True)
     assert png.read_bytes()[:8] == PNG
