@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from operator import itemgetter
 from typing import Protocol
 
 from graphmem.gate import Candidate, GateResult, drop_reason
@@ -81,23 +82,24 @@ class RowGate:
     survivors: list[Document]
 
     def dropped(self) -> Iterable[tuple[str, DropReason]]:
-        return sorted((rid, reason) for rid, _, reason in self.verdicts if reason is not None)
+        return [(rid, reason) for rid, _, reason in self._by_id() if reason is not None]
 
     def ranked(self, query: str, query_embedding: Sequence[float] | None) -> list[tuple[str, float]]:
         return rank(self.survivors, query, query_embedding)
 
     def _by_id(self) -> list[tuple[str, str, DropReason | None]]:
         # Candidates are distinct records, so id order is the order of the digests' rows.
-        self.verdicts.sort(key=_first)
+        self.verdicts.sort(key=itemgetter(0))
         return self.verdicts
 
+    # Ids match [A-Za-z0-9][A-Za-z0-9._:@+-]*, so JSON writes them as they are, in quotes.
+
     def candidates_digest(self) -> str:
-        # Ids match [A-Za-z0-9][A-Za-z0-9._:@+-]* and fingerprints are hex: JSON writes both as is.
-        return digest_of_fragments([f'["{rid}","{fp}"]' for rid, fp, _ in self._by_id()])
+        return digest_of_fragments([_candidate_fragment(f'"{rid}"', fp) for rid, fp, _ in self._by_id()])
 
     def decisions_digest(self, outcomes: Outcomes) -> str:
         fragments = [
-            f'["{rid}",false,"{reason.value}",null]'
+            decision_fragment(f'"{rid}"', False, reason, None)
             if reason is not None
             else f'["{rid}"{_LIMITED_TAIL}'
             if rid not in outcomes
@@ -108,11 +110,7 @@ class RowGate:
 
 
 _LIMITED_TAIL = decision_fragment("", *LIMITED)[1:]
-"""A ``LIMITED`` decision's fragment after its id."""
-
-
-def _first(row: tuple[str, str, DropReason | None]) -> str:
-    return row[0]
+"""A ``LIMITED`` decision's fragment after its id (the usual outcome of a survivor)."""
 
 
 def as_gated(result: GateResult | Gated) -> Gated:
@@ -291,7 +289,7 @@ class GroupView(Verdicts):
         for _, id_json, cand in ordered:
             reason = drop_reason(cand, ctx, in_scope)
             self.rows.append(_row(cand, id_json, reason))
-            self.candidate_fragments.append(_candidate_fragment(cand, id_json))
+            self.candidate_fragments.append(_candidate_fragment(id_json, cand.fingerprint))
             if reason is None:
                 survivors.append(_document(cand))
             else:
@@ -313,7 +311,7 @@ class GroupView(Verdicts):
         if new is not None:
             reason = drop_reason(new, self.ctx, self.in_scope)
             self.rows.insert(at, _row(new, id_json, reason))
-            self.candidate_fragments.insert(at, _candidate_fragment(new, id_json))
+            self.candidate_fragments.insert(at, _candidate_fragment(id_json, new.fingerprint))
             if reason is None:
                 self.corpus.add(_document(new))
             else:
@@ -326,9 +324,9 @@ def _row(cand: Candidate, id_json: str, reason: DropReason | None) -> Row:
     return cand.id, id_json, decision_fragment(id_json, False, reason, None), None
 
 
-def _candidate_fragment(cand: Candidate, id_json: str) -> str:
-    """The candidate's (id, fingerprint) pair as canonical JSON (a fingerprint is hex)."""
-    return f'[{id_json},"{cand.fingerprint}"]'
+def _candidate_fragment(id_json: str, fingerprint: str) -> str:
+    """A candidate's (id, fingerprint) pair as canonical JSON (a fingerprint is hex)."""
+    return f'[{id_json},"{fingerprint}"]'
 
 
 def _document(cand: Candidate) -> Document:

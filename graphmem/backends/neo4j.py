@@ -329,22 +329,28 @@ class _DocCache:
 
     def held(
         self, tenant: str, ids: list[str], first: list[int], second: list[int], survivor: list[bool]
-    ) -> tuple[list[str | None], dict[str, tuple[str, tuple[float, ...] | None]]]:
+    ) -> tuple[list[str], dict[str, tuple[str, tuple[float, ...] | None]], list[int]]:
         """For the gate's parallel lists (ids, both fingerprint tokens, survivor flags): each
-        candidate's fingerprint (None if not held for its tokens), and the survivors' held text."""
-        fingerprints: list[str | None] = []
+        candidate's fingerprint ("" where not held for its tokens), the survivors' held text,
+        and the positions of the candidates whose fingerprint or (survivors) text is missing."""
+        fingerprints: list[str] = []
         docs: dict[str, tuple[str, tuple[float, ...] | None]] = {}
+        missing: list[int] = []
         entries = self._entries
         with self._lock:
             for k, rid in enumerate(ids):
                 entry = entries.get((tenant, rid))
                 if entry is None or entry[0] != first[k] or entry[1] != second[k]:
-                    fingerprints.append(None)
+                    fingerprints.append("")
+                    missing.append(k)
                     continue
                 fingerprints.append(entry[2])
-                if survivor[k] and entry[3] is not None:
-                    docs[rid] = (entry[3], entry[4])
-        return fingerprints, docs
+                if survivor[k]:
+                    if entry[3] is None:
+                        missing.append(k)
+                    else:
+                        docs[rid] = (entry[3], entry[4])
+        return fingerprints, docs, missing
 
     def put_many(
         self, tenant: str, rows: Iterable[tuple[str, str, str | None, Sequence[float] | None]]
@@ -680,12 +686,7 @@ class Neo4jBackend:
         reasons: list[str] = gated["reasons"]
         survivor = [not r for r in reasons]
         tenant = ctx.tenant
-        fingerprints, held = self._docs.held(tenant, ids, first, second, survivor)
-        wanted = [
-            k
-            for k, (rid, fp) in enumerate(zip(ids, fingerprints, strict=True))
-            if fp is None or (survivor[k] and rid not in held)
-        ]
+        fingerprints, held, wanted = self._docs.held(tenant, ids, first, second, survivor)
         if wanted:
             fetched = self._read(
                 "candidate_docs",
@@ -702,7 +703,7 @@ class Neo4jBackend:
                 if survivor[k]:
                     held[row[0]] = (row[2], None if row[3] is None else tuple(row[3]))
             self._docs.put_many(tenant, fetched)
-        verdicts = _verdicts(ids, fingerprints, reasons)  # type: ignore[arg-type]  # all known now
+        verdicts = _verdicts(ids, fingerprints, reasons)
         alive = [(rid, fp) for rid, fp, r in verdicts if r is None]
         self._gated.fingerprints = dict(alive)
         survivors = [
