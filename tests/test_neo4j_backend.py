@@ -640,6 +640,47 @@ def test_id_taken_by_a_concurrent_writer_after_the_check_is_a_conflict(
     assert _count_memories(neo4j_driver, tenant) == 1
 
 
+def test_refused_writes_in_many_threads_each_fail_alone(
+    neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str
+) -> None:
+    """A refused statement makes the driver give its connection back to the pool at once; the
+    failed transaction must not touch it after that, or two threads end up sharing one
+    connection (errors that are not theirs, or a read that never returns). Four threads on one
+    driver each make the database refuse a batch, then read, 100 times over."""
+    store = _store(neo4j_driver, neo4j_target)
+    seed = store.add(_episode(tenant, 0, prefix="seed"))
+    refused = [
+        ScopeWithin(tenant=tenant, child="case:c1", parent="domain:payments"),
+        PutRecord(record=_episode(tenant, 1)),
+        PutRecord(record=seed.model_copy(update={"content": "overwrite attempt"})),
+        AppendAudit(event=AuditEvent(tenant=tenant, action="added", at=T0)),
+    ]
+    outcomes: list[str] = []
+    barrier = threading.Barrier(4)
+
+    def refuse_then_read() -> None:
+        barrier.wait()
+        for _ in range(100):
+            try:
+                store.backend.apply(refused)
+                outcomes.append("stored")
+            except ConflictError:
+                outcomes.append("conflict" if store.get(tenant, seed.id) == seed else "read wrong")
+            except BaseException as err:  # collected and asserted below
+                outcomes.append(f"{type(err).__name__}: {err}")
+
+    threads = [threading.Thread(target=refuse_then_read, daemon=True) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads), "a thread hangs on a connection another one holds"
+    assert [o for o in outcomes if o != "conflict"] == []
+    assert len(outcomes) == 400
+    assert _count_memories(neo4j_driver, tenant) == 1
+    assert store.backend.scope_parents(tenant, "case:c1") == set()
+
+
 # --------------------------------------------------------------------------
 # faults: a server of our own that we stop, kill and restart
 # --------------------------------------------------------------------------

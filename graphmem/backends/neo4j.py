@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -100,8 +101,35 @@ _MUTABLE = {"status", "tombstone"}
 _REASONS: dict[str, DropReason | None] = {"": None, **{r.value: r for r in DropReason}}
 #: Pauses between attempts of a read that failed in a retryable way.
 _READ_PAUSES = (0.05, 0.2, 1.0)
+#: Failures the driver reports from the server or the connection, releasing the
+#: transaction's connection as it does.
+_SERVER_FAILURES = (neo4j_errors.Neo4jError, neo4j_errors.ServiceUnavailable, neo4j_errors.SessionExpired)
 _PARAM = re.compile(r"\$([A-Za-z_]\w*)")
 T = TypeVar("T")
+
+
+def _statement_error(
+    err: neo4j_errors.ResultFailedError,
+) -> neo4j_errors.Neo4jError | neo4j_errors.DriverError:
+    """The error of the statement behind a failed result.
+
+    A statement that fails while a transaction function runs is reported again, as a
+    failed result, when the driver rolls the transaction back; that report replaces the
+    statement's own error (a broken constraint, a deadlock), which is its cause.
+    """
+    cause: BaseException | None = err
+    while isinstance(cause, neo4j_errors.ResultFailedError):
+        cause = cause.__cause__
+    if isinstance(cause, neo4j_errors.Neo4jError | neo4j_errors.DriverError):
+        return cause
+    return err
+
+
+@dataclass(frozen=True, slots=True)
+class _Failed:
+    """A transaction that failed with ``error``, from the server or the connection."""
+
+    error: Exception
 
 
 def micros(value: datetime | None) -> int | None:
@@ -469,29 +497,76 @@ class Neo4jBackend:
         """Driver errors as graphmem errors."""
         try:
             yield
-        except (neo4j_errors.ServiceUnavailable, neo4j_errors.SessionExpired, OSError) as err:
+        except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError) as err:
+            mapped = self._graphmem_error(
+                _statement_error(err) if isinstance(err, neo4j_errors.ResultFailedError) else err, write
+            )
+            if mapped is None:
+                raise
+            raise mapped from err
+
+    def _graphmem_error(self, err: Exception, write: bool) -> GraphmemError | None:
+        """The graphmem error a driver error stands for; None for one to raise as it is."""
+        if isinstance(err, neo4j_errors.ServiceUnavailable | neo4j_errors.SessionExpired | OSError):
             what = "the write was rolled back; nothing of it was stored" if write else "the read failed"
-            raise BackendUnavailable(
+            return BackendUnavailable(
                 f"lost the connection to Neo4j at {self.uri}: {what}. Retry the same call once "
                 f"the server is reachable again ({err})",
                 code="connection_lost",
-            ) from err
-        except neo4j_errors.ConstraintError as err:
-            raise ConflictError(f"the write conflicts with stored data: {err.message}") from err
-        except neo4j_errors.ClientError as err:
-            if err.code == "Neo.ClientError.Database.DatabaseNotFound":
-                raise BackendUnavailable(
-                    f"Neo4j at {self.uri} has no database {self.database!r}: create it, or pass "
-                    "database=None for the server's default",
-                    code="database_not_found",
-                ) from err
-            raise
+            )
+        if isinstance(err, neo4j_errors.ConstraintError):
+            return ConflictError(f"the write conflicts with stored data: {err.message}")
+        if (
+            isinstance(err, neo4j_errors.ClientError)
+            and err.code == "Neo.ClientError.Database.DatabaseNotFound"
+        ):
+            return BackendUnavailable(
+                f"Neo4j at {self.uri} has no database {self.database!r}: create it, or pass "
+                "database=None for the server's default",
+                code="database_not_found",
+            )
+        return None
 
     def _run(self, work: Callable[[neo4j.ManagedTransaction], T], *, write: bool) -> T:
-        with self._errors(write), self._session(write) as session:
-            if write:
-                return session.execute_write(work)
-            return session.execute_read(work)
+        """``work`` in one managed transaction, run again after a retryable failure."""
+        with self._errors(write):
+            for pause in (*_READ_PAUSES, None):
+                failure = self._attempt(work, write)
+                if not isinstance(failure, _Failed):
+                    return failure
+                err = failure.error
+                if pause is None or not isinstance(err, neo4j_errors.Neo4jError) or not err.is_retryable():
+                    raise err
+                time.sleep(pause)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _attempt(self, work: Callable[[neo4j.ManagedTransaction], T], write: bool) -> T | _Failed:
+        """One run of ``work``; a failure of the server or the connection is returned.
+
+        A statement that fails makes the driver hand the transaction's connection back to
+        its pool at once, where another thread may take it; closing the failed transaction
+        then would still touch that connection. So such a failure inside ``work`` is kept,
+        and the driver is only asked to commit, which it refuses without touching the
+        connection (the server has rolled the transaction back).
+        """
+        failed: list[Exception] = []
+
+        def guarded(tx: neo4j.ManagedTransaction) -> T | None:
+            try:
+                return work(tx)
+            except _SERVER_FAILURES as err:
+                failed.append(err)
+                return None
+
+        try:
+            with self._session(write) as session:
+                done = session.execute_write(guarded) if write else session.execute_read(guarded)
+        except neo4j_errors.TransactionError:
+            if not failed:
+                raise
+        if failed:
+            return _Failed(failed[0])
+        return done  # type: ignore[return-value]
 
     def _read(self, name: str, **params: Any) -> list[neo4j.Record]:
         """One read statement in an auto-commit transaction: one round trip, where a
