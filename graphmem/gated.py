@@ -242,6 +242,23 @@ class Verdicts:
         return self._digests
 
     @classmethod
+    def of_rows(
+        cls, verdicts: Iterable[tuple[str, str, DropReason | None]], survivors: Iterable[Document]
+    ) -> Verdicts:
+        """The verdicts a backend reported: (record id, fingerprint, drop reason or None) per
+        candidate, and the survivors' ranking inputs."""
+        made = cls()
+        for rid, fingerprint, reason in sorted(verdicts, key=itemgetter(0)):
+            # Ids match [A-Za-z0-9][A-Za-z0-9._:@+-]*, so JSON writes them as they are, in quotes.
+            id_json = f'"{rid}"'
+            made.rows.append(_row(rid, id_json, reason))
+            made.candidate_fragments.append(_candidate_fragment(id_json, fingerprint))
+            if reason is not None:
+                made.dropped.append((rid, reason))
+        made.corpus = Prepared(survivors)
+        return made
+
+    @classmethod
     def merged(cls, parts: Sequence[Verdicts]) -> Verdicts:
         """The verdicts of several disjoint sets as one."""
         merged = cls()
@@ -288,7 +305,7 @@ class GroupView(Verdicts):
         survivors: list[Document] = []
         for _, id_json, cand in ordered:
             reason = drop_reason(cand, ctx, in_scope)
-            self.rows.append(_row(cand, id_json, reason))
+            self.rows.append(_row(cand.id, id_json, reason))
             self.candidate_fragments.append(_candidate_fragment(id_json, cand.fingerprint))
             if reason is None:
                 survivors.append(_document(cand))
@@ -310,7 +327,7 @@ class GroupView(Verdicts):
             del self.rows[at], self.candidate_fragments[at]
         if new is not None:
             reason = drop_reason(new, self.ctx, self.in_scope)
-            self.rows.insert(at, _row(new, id_json, reason))
+            self.rows.insert(at, _row(new.id, id_json, reason))
             self.candidate_fragments.insert(at, _candidate_fragment(id_json, new.fingerprint))
             if reason is None:
                 self.corpus.add(_document(new))
@@ -318,10 +335,10 @@ class GroupView(Verdicts):
                 insort(self.dropped, (rid, reason))
 
 
-def _row(cand: Candidate, id_json: str, reason: DropReason | None) -> Row:
+def _row(rid: str, id_json: str, reason: DropReason | None) -> Row:
     if reason is None:
-        return cand.id, id_json, None, decision_fragment(id_json, *LIMITED)
-    return cand.id, id_json, decision_fragment(id_json, False, reason, None), None
+        return rid, id_json, None, decision_fragment(id_json, *LIMITED)
+    return rid, id_json, decision_fragment(id_json, False, reason, None), None
 
 
 def _candidate_fragment(id_json: str, fingerprint: str) -> str:

@@ -32,12 +32,14 @@ import pytest
 from graphmem import (
     BackendUnavailable,
     ConflictError,
+    DropReason,
     ForgetMode,
     ForgetRequest,
     Kind,
     MemoryRecord,
     MemoryStore,
     ReadContext,
+    Sensitivity,
     Source,
     Trust,
 )
@@ -553,6 +555,63 @@ def test_erasing_a_record_drops_its_held_text(
     assert "the refund window is thirty days" in repr(backend._docs._entries)
 
 
+def _memo_texts(backend: Neo4jBackend) -> set[str]:
+    """The survivors' text the backend's gate memo holds."""
+    return {doc[1] for memo in backend._memo._entries.values() for doc in memo.verdicts.corpus.docs.values()}
+
+
+def test_an_unchanged_gate_report_reuses_its_verdicts_and_nothing_else_does(
+    neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str
+) -> None:
+    store, backend = _facts_store(neo4j_driver, neo4j_target, tenant)
+    ctx = ReadContext(tenant=tenant, scopes=("case:c1",), now=T0 + timedelta(days=1), limit=1)
+    first = backend.gate(ctx).verdicts
+    assert backend.gate(ctx).verdicts is first
+    later = ctx.model_copy(update={"now": T0 + timedelta(days=2)})  # a later now changing no verdict
+    assert backend.gate(later).verdicts is first
+    fresh = _store(neo4j_driver, neo4j_target)
+    for query in ("refund window", "office closes", "card", ""):
+        assert _recall(store, tenant, query) == _recall(fresh, tenant, query), query
+    # another writer changes a record: the report differs, so the verdicts are made anew
+    _rewrite(neo4j_driver, neo4j_target, _fact(tenant, "f3", "the cafeteria serves lunch"))
+    changed = backend.gate(ctx).verdicts
+    assert changed is not first
+    assert "the cafeteria serves lunch" in {doc[1] for doc in changed.corpus.docs.values()}
+    assert _recall(store, tenant, "cafeteria lunch") == _recall(fresh, tenant, "cafeteria lunch")
+    # as of before the records were valid: other reasons, other verdicts
+    before = ctx.model_copy(update={"now": T0 - timedelta(days=1)})
+    assert backend.gate(before).verdicts is not changed
+    assert [r for _, r in backend.gate(before).dropped()] == [DropReason.NOT_YET_VALID] * 3
+
+
+def test_erasing_a_record_drops_the_gate_memos_of_its_tenant(
+    neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str
+) -> None:
+    store, backend = _facts_store(neo4j_driver, neo4j_target, tenant)
+    other = f"{tenant}-other"
+    store.add_many(_facts(other))
+    assert _recall(store, tenant, "office closes")[0] == ["f3"]
+    assert _recall(store, other, "office closes")[0] == ["f3"]
+    assert "the office closes at six" in _memo_texts(backend)
+    store.forget(
+        ForgetRequest(tenant=tenant, target="f3", mode=ForgetMode.ERASE, reason="asked", requested_by="dpo")
+    )
+    assert {key[0] for key in backend._memo._entries} == {other}
+    assert _recall(store, tenant, "office closes")[0] == ["f1"]  # f3 is gone; the top eligible record
+    assert "the office closes at six" in {
+        doc[1]
+        for key, memo in backend._memo._entries.items()
+        if key[0] == other
+        for doc in memo.verdicts.corpus.docs.values()
+    }
+    assert "the office closes at six" not in {
+        doc[1]
+        for key, memo in backend._memo._entries.items()
+        if key[0] == tenant
+        for doc in memo.verdicts.corpus.docs.values()
+    }
+
+
 def test_held_text_is_bounded(neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str) -> None:
     backend = Neo4jBackend(neo4j_driver, uri=neo4j_target.uri or "", doc_cache=2)
     store = MemoryStore(backend)
@@ -562,6 +621,23 @@ def test_held_text_is_bounded(neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTar
     assert _recall(store, tenant, "refund window") == _recall(
         _store(neo4j_driver, neo4j_target), tenant, "refund window"
     )
+
+
+def test_gate_memos_are_bounded_by_the_candidates_they_hold(
+    neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str
+) -> None:
+    backend = Neo4jBackend(neo4j_driver, uri=neo4j_target.uri or "", doc_cache=24)
+    store = MemoryStore(backend)
+    store.add_many(_facts(tenant))
+    assert backend._memo.capacity == 6
+    ctx = ReadContext(tenant=tenant, scopes=("case:c1",), now=T0 + timedelta(days=1))
+    valid = backend.gate(ctx).verdicts
+    early = backend.gate(ctx.model_copy(update={"now": T0 - timedelta(days=1)})).verdicts
+    assert backend._memo._held == 6
+    assert backend.gate(ctx).verdicts is valid
+    backend.gate(ctx.model_copy(update={"clearance": Sensitivity.PUBLIC}))  # a third report: the oldest goes
+    assert backend._memo._held == 6
+    assert backend.gate(ctx.model_copy(update={"now": T0 - timedelta(days=1)})).verdicts is not early
 
 
 # --------------------------------------------------------------------------

@@ -37,7 +37,8 @@ from graphmem.backends.base import (
 )
 from graphmem.backends.cypher import cypher, statements
 from graphmem.errors import BackendUnavailable, ConflictError, GraphmemError
-from graphmem.gate import GateResult, validity_window
+from graphmem.gate import validity_window
+from graphmem.gated import Verdicts, ViewGate
 from graphmem.model import (
     AuditEvent,
     DropReason,
@@ -427,6 +428,64 @@ class _DocCache:
             self._entries.clear()
 
 
+class _GateMemo:
+    """The verdicts recent gates were turned into, by exactly what the server reported.
+
+    A gate whose report (candidates' fingerprint tokens, reasons and recency) equals
+    an earlier one's gets that one's verdicts back: the same ranking inputs, the
+    digests already made. The tokens pin every candidate's state, so nothing
+    changed can match. Entries go by tenant when this backend writes a record of
+    it (as the document cache's do), the oldest first once ``capacity``
+    candidates are held.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._entries: dict[tuple[object, ...], _Memo] = {}
+        self._held = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[object, ...], ids: list[str]) -> _Memo | None:
+        with self._lock:
+            found = self._entries.pop(key, None)
+            if found is not None:
+                self._entries[key] = found  # most recently used last
+        return found if found is not None and found.ids == ids else None
+
+    def put(self, key: tuple[object, ...], memo: _Memo) -> None:
+        size = len(memo.ids)
+        if size > self.capacity:
+            return
+        with self._lock:
+            old = self._entries.pop(key, None)
+            self._held += size - (0 if old is None else len(old.ids))
+            self._entries[key] = memo
+            while self._held > self.capacity:
+                oldest = next(iter(self._entries))
+                self._held -= len(self._entries.pop(oldest).ids)
+
+    def drop_tenants(self, tenants: set[str]) -> None:
+        if not tenants:
+            return
+        with self._lock:
+            for key in [k for k in self._entries if k[0] in tenants]:
+                self._held -= len(self._entries.pop(key).ids)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._held = 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Memo:
+    """A gate's verdicts with what recall needs beside them."""
+
+    ids: list[str]
+    verdicts: Verdicts
+    fingerprints: dict[str, str]  # survivor id -> fingerprint
+
+
 class Neo4jBackend:
     """Graph I/O against Neo4j 5 through the official driver."""
 
@@ -444,6 +503,7 @@ class Neo4jBackend:
         self._owns_driver = False
         self._schema_ok = False
         self._docs = _DocCache(doc_cache)
+        self._memo = _GateMemo(doc_cache // 4)
         self._gated = threading.local()  # fingerprints: survivors of this thread's last gate
 
     @classmethod
@@ -661,9 +721,9 @@ class Neo4jBackend:
     def apply(self, ops: Sequence[Op]) -> None:
         self._require_schema()
         # Before the write, so no reader can keep text this write replaces (an erasure).
-        self._docs.drop(
-            (op.record.tenant, op.record.id) for op in ops if isinstance(op, PutRecord | UpdateRecord)
-        )
+        written = [op.record for op in ops if isinstance(op, PutRecord | UpdateRecord)]
+        self._docs.drop((record.tenant, record.id) for record in written)
+        self._memo.drop_tenants({record.tenant for record in written})
         groups: list[tuple[str, str, list[Any]]] = []
         for op in ops:
             name, tenant, row = _rows(op)
@@ -745,7 +805,7 @@ class Neo4jBackend:
             with_content=with_content,
         )[0]
 
-    def gate(self, ctx: ReadContext) -> GateResult:
+    def gate(self, ctx: ReadContext) -> ViewGate:
         """The gate's verdicts from the server; fingerprints and survivors' text from the
         document cache.
 
@@ -753,14 +813,21 @@ class Neo4jBackend:
         and no text: what the cache lacks is fetched by a second read. If one of
         those records changed in between (its fingerprint no longer matches the
         tokens), the gate runs again with every fingerprint and survivor's text.
+        A report equal to a recent one reuses that one's verdicts.
         """
         gated = self._gate(ctx, None, fingerprints=False, with_content=False)
         ids: list[str] = gated["ids"]
         first: list[int] = gated["first"]
         second: list[int] = gated["second"]
         reasons: list[str] = gated["reasons"]
-        survivor = [not r for r in reasons]
+        recency: list[int] = gated["recency"]
         tenant = ctx.tenant
+        key = (tenant, tuple(first), tuple(second), tuple(reasons), tuple(recency))
+        memo = self._memo.get(key, ids)
+        if memo is not None:
+            self._gated.fingerprints = memo.fingerprints
+            return ViewGate(memo.verdicts)
+        survivor = [not r for r in reasons]
         fingerprints, held, wanted = self._docs.held(tenant, ids, first, second, survivor)
         if wanted:
             fetched = self._read(
@@ -780,14 +847,16 @@ class Neo4jBackend:
             self._docs.put_many(tenant, fetched)
         verdicts = _verdicts(ids, fingerprints, reasons)
         alive = [(rid, fp) for rid, fp, r in verdicts if r is None]
-        self._gated.fingerprints = dict(alive)
         survivors = [
             (rid, held[rid][0], at / 1_000_000, held[rid][1])
-            for (rid, _), at in zip(alive, gated["recency"], strict=True)
+            for (rid, _), at in zip(alive, recency, strict=True)
         ]
-        return GateResult(verdicts, survivors)
+        memo = _Memo(ids, Verdicts.of_rows(verdicts, survivors), dict(alive))
+        self._memo.put(key, memo)
+        self._gated.fingerprints = memo.fingerprints
+        return ViewGate(memo.verdicts)
 
-    def _gate_with_content(self, ctx: ReadContext) -> GateResult:
+    def _gate_with_content(self, ctx: ReadContext) -> ViewGate:
         """The gate with every fingerprint and survivor's text from the server (a record
         changed mid-read)."""
         gated = self._gate(ctx, None, fingerprints=True, with_content=True)
@@ -798,7 +867,7 @@ class Neo4jBackend:
             (rid, content, at / 1_000_000, None if embedding is None else tuple(embedding))
             for (rid, _), at, (content, embedding) in zip(alive, gated["recency"], gated["docs"], strict=True)
         ]
-        return GateResult(verdicts, survivors)
+        return ViewGate(Verdicts.of_rows(verdicts, survivors))
 
     def gate_one(self, ctx: ReadContext, record_id: str) -> tuple[str, DropReason | None] | None:
         gated = self._gate(ctx, record_id, fingerprints=True, with_content=False)
@@ -966,5 +1035,6 @@ class Neo4jBackend:
 
     def close(self) -> None:
         self._docs.clear()
+        self._memo.clear()
         if self._owns_driver:
             self.driver.close()
