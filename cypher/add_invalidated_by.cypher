@@ -1,5 +1,5 @@
 // record INVALIDATED_BY a memory or a source from row.at; record.invalidated_at
-// keeps the earliest, mirrored in its gate list (entry 11).
+// keeps the earliest, mirrored in the gate list on its APPLIES_TO edge (entry 11).
 UNWIND $rows AS row
 MATCH (record:Memory {tenant: $tenant, id: row.src})
 CALL (row) {
@@ -16,4 +16,6 @@ SET e.at = row.at, e.reason = row.reason
 SET record.invalidated_at = CASE
   WHEN record.invalidated_at IS NULL OR row.at < record.invalidated_at THEN row.at
   ELSE record.invalidated_at END
-SET record.g = record.g[0..11] + [record.invalidated_at]
+WITH record
+MATCH (record)-[r:APPLIES_TO]->(:Scope)
+SET r.g = r.g[0..11] + [record.invalidated_at]

@@ -9,7 +9,8 @@
 //   (JSON or null), 24 gate (see gate.cypher), 25 sources.
 // One MERGE per scope, not per record. CREATE, not MERGE, for the records: an
 // id another writer took after the store's check fails the uniqueness
-// constraint instead of being overwritten. New records have no SUPERSEDES or
+// constraint instead of being overwritten. The APPLIES_TO edge carries the
+// gate's inputs (see gate.cypher); new records have no SUPERSEDES or
 // INVALIDATED_BY edge yet, so the gate list ends in two "never" times.
 UNWIND $groups AS g
 MERGE (s:Scope {tenant: $tenant, key: g[0]})
@@ -22,13 +23,16 @@ CREATE (m:Memory {
   writer: row[10], procedure_name: row[11], procedure_version: row[12], preconditions: row[13],
   tags: row[14], embedding: row[15], created_at: row[16], event_time: row[17], valid_from: row[18],
   valid_to: row[19], expires_at: row[20], fingerprint: row[21], json: row[22],
-  tombstone: row[23], g: row[24] + [9223372036854775807, 9223372036854775807]
+  tombstone: row[23]
 })
 FOREACH (_ IN CASE WHEN row[1] = 'working' THEN [1] ELSE [] END | SET m:Working)
 FOREACH (_ IN CASE WHEN row[1] = 'episodic' THEN [1] ELSE [] END | SET m:Episodic)
 FOREACH (_ IN CASE WHEN row[1] = 'semantic' THEN [1] ELSE [] END | SET m:Semantic)
 FOREACH (_ IN CASE WHEN row[1] = 'procedural' THEN [1] ELSE [] END | SET m:Procedural)
-CREATE (m)-[:APPLIES_TO]->(s)
+CREATE (m)-[:APPLIES_TO {
+  tenant: $tenant, scope: row[2], policy: row[6], id: row[0],
+  g: row[24] + [9223372036854775807, 9223372036854775807]
+}]->(s)
 FOREACH (source IN row[25] |
   MERGE (x:Source {tenant: $tenant, id: source.id})
   SET x += source

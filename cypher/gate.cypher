@@ -4,15 +4,19 @@
 // first failing check of the fixed order as its reason (null = eligible).
 // Mirrors graphmem.gate.drop_reason.
 //
-// The checks read the node's gate list m.g (one property, written with the
-// record): 0 kind (index into $kind_mask: working, episodic, semantic,
-// procedural), 1 status (0 active, else m.status is the reason), 2 start and
-// 3 end of validity in µs (absent = -2^63+1 / 2^63-1), 4 sensitivity rank,
-// 5 verified success (1/0), 6 recency in µs, 7 has an embedding (1/0),
-// 8 and 9 the fingerprint's tokens (its first 120 bits as two integers),
-// 10 superseded at and 11 invalidated at in µs (2^63-1 = never).
-// wrong_tenant cannot occur: every candidate is reached through one of the
-// tenant's own nodes, and no edge crosses tenants.
+// The APPLIES_TO edges of the reached scopes are found in the range index
+// graphmem_applies_to_gate, which also holds every input the checks read (the
+// edge's copies of the record's tenant, scope key, policy and id, and its gate
+// list r.g), so a candidate's node is loaded only for a status other than
+// active or a procedure's preconditions. The gate list: 0 kind (index into
+// $kind_mask: working, episodic, semantic, procedural), 1 status (index into
+// $statuses, 0 = active), 2 start and 3 end of validity in µs (absent =
+// -2^63+1 / 2^63-1), 4 sensitivity rank, 5 verified success (1/0), 6 recency
+// in µs, 7 has an embedding (1/0), 8 and 9 the fingerprint's tokens (its
+// first 120 bits as two integers), 10 superseded at and 11 invalidated at in
+// µs (2^63-1 = never). A run scope is in scope only if it is one of
+// $own_runs. wrong_tenant cannot occur: every candidate is one of the
+// tenant's own edges, and no edge crosses tenants.
 //
 // One row of parallel lists: candidate ids, both fingerprint tokens (first,
 // second), fingerprints (only with $fingerprints, else an empty list) and
@@ -25,23 +29,25 @@ CALL () {
   MATCH (entry:Scope {tenant: $tenant})
   WHERE entry.key IN $entry_scopes
   MATCH (entry)-[:WITHIN*0..]->(s:Scope)
-  WITH DISTINCT s
-  WITH s, s.type <> 'run' OR s.key IN $own_runs AS in_scope
-  MATCH (m)-[:APPLIES_TO]->(s)  // only memories apply to scopes: no label check per candidate
-  RETURN m, in_scope
+  WITH collect(DISTINCT s.key) AS reached
+  MATCH (m)-[r:APPLIES_TO]->()
+  USING INDEX SEEK r:APPLIES_TO(tenant, scope, policy, id, g)
+  WHERE r.tenant = $tenant AND r.scope IN reached
+    AND r.policy IS NOT NULL AND r.id IS NOT NULL AND r.g IS NOT NULL
+  RETURN m, r.id AS id, r.policy AS policy, r.g AS g,
+    NOT r.scope STARTS WITH 'run:' OR r.scope IN $own_runs AS in_scope
   UNION ALL
   WITH 1 AS _ WHERE $record_id IS NOT NULL
-  MATCH (m:Memory {tenant: $tenant, id: $record_id})-[:APPLIES_TO]->(s:Scope)
-  RETURN m, (s.type <> 'run' OR s.key IN $own_runs) AND EXISTS {
+  MATCH (m:Memory {tenant: $tenant, id: $record_id})-[r:APPLIES_TO]->(s:Scope)
+  RETURN m, r.id AS id, r.policy AS policy, r.g AS g, (s.type <> 'run' OR s.key IN $own_runs) AND EXISTS {
     MATCH (entry:Scope {tenant: $tenant})-[:WITHIN*0..]->(s)
     WHERE entry.key IN $entry_scopes
   } AS in_scope
 }
-WITH m, in_scope, m.g AS g
-WITH m, g, CASE
+WITH m, id, g, CASE
   WHEN NOT $kind_mask[g[0]] THEN 'kind_not_requested'
-  WHEN m.policy <> $policy THEN 'policy_mismatch'
-  WHEN g[1] <> 0 THEN m.status
+  WHEN policy <> $policy THEN 'policy_mismatch'
+  WHEN g[1] <> 0 THEN $statuses[g[1]]
   WHEN $now < g[2] THEN 'not_yet_valid'
   WHEN $now >= g[3] THEN 'expired'
   WHEN g[10] <= $now THEN 'superseded'
@@ -52,7 +58,7 @@ WITH m, g, CASE
   WHEN g[0] = 3 AND NOT all(p IN m.preconditions WHERE p IN $environment) THEN 'precondition_unmet'
   ELSE ''
 END AS reason
-RETURN collect(m.id) AS ids, collect(g[8]) AS first, collect(g[9]) AS second,
+RETURN collect(id) AS ids, collect(g[8]) AS first, collect(g[9]) AS second,
   collect(CASE WHEN $fingerprints THEN m.fingerprint END) AS fingerprints, collect(reason) AS reasons,
   collect(CASE WHEN reason = '' THEN g[6] END) AS recency,
   collect(CASE WHEN $with_content AND reason = '' THEN [m.content, CASE WHEN g[7] = 1 THEN m.embedding END] END)

@@ -1,6 +1,7 @@
 // Create or replace memory records of one tenant ($tenant), grouped by scope
 // like create_records.cypher (same row layout). A replaced record keeps its
-// SUPERSEDES / INVALIDATED_BY effect times in the last two gate entries.
+// SUPERSEDES / INVALIDATED_BY effect times in the last two entries of the gate
+// list on its APPLIES_TO edge.
 UNWIND $groups AS g
 MERGE (s:Scope {tenant: $tenant, key: g[0]})
   ON CREATE SET s.type = g[1]
@@ -15,7 +16,6 @@ SET m += {
   expires_at: row[20], fingerprint: row[21], json: row[22],
   tombstone: row[23]
 }
-SET m.g = row[24] + [coalesce(m.superseded_at, 9223372036854775807), coalesce(m.invalidated_at, 9223372036854775807)]
 FOREACH (_ IN CASE WHEN row[1] = 'working' THEN [1] ELSE [] END | SET m:Working)
 FOREACH (_ IN CASE WHEN row[1] = 'episodic' THEN [1] ELSE [] END | SET m:Episodic)
 FOREACH (_ IN CASE WHEN row[1] = 'semantic' THEN [1] ELSE [] END | SET m:Semantic)
@@ -26,7 +26,9 @@ CALL (m, row) {
   WHERE previous.key <> row[2]
   DELETE old
 }
-MERGE (m)-[:APPLIES_TO]->(s)
+MERGE (m)-[r:APPLIES_TO]->(s)
+SET r.tenant = $tenant, r.scope = row[2], r.policy = row[6], r.id = row[0],
+  r.g = row[24] + [coalesce(m.superseded_at, 9223372036854775807), coalesce(m.invalidated_at, 9223372036854775807)]
 FOREACH (source IN row[25] |
   MERGE (x:Source {tenant: $tenant, id: source.id})
   SET x += source

@@ -1,13 +1,14 @@
 // Schema version 2: each record's gate inputs in one list property, m.g (see
 // gate.cypher), instead of separate start/end/recency/sensitivity_rank
 // properties. Data migration, run outside an explicit transaction in batches;
-// both steps only touch records not yet migrated, so re-running is harmless.
+// both steps only touch version-1 records (they carry m.recency), so re-running
+// is harmless and records written in a later layout are left alone.
 // The (tenant, kind, status) index served no query and cost every status
 // change an index update; a tenant index serves the per-tenant listings.
 DROP INDEX graphmem_memory_status IF EXISTS;
 CREATE INDEX graphmem_memory_tenant IF NOT EXISTS
 FOR (m:Memory) ON (m.tenant);
-MATCH (m:Memory) WHERE m.g IS NULL
+MATCH (m:Memory) WHERE m.g IS NULL AND m.recency IS NOT NULL
 CALL (m) {
   SET m.g = [
     CASE m.kind WHEN 'working' THEN 0 WHEN 'episodic' THEN 1 WHEN 'semantic' THEN 2 ELSE 3 END,

@@ -177,6 +177,51 @@ def test_every_cypher_file_explains_on_the_server(
             assert summary.plan is not None, f"{name}: no plan for {text[:80]!r}"
 
 
+def _operators(plan: Any) -> list[tuple[str, int]]:
+    """(operator, database hits) of a profiled plan, root first."""
+    found = [(plan["operatorType"].split("@")[0], plan.get("dbHits", 0))]
+    for child in plan.get("children", []):
+        found += _operators(child)
+    return found
+
+
+def test_the_gate_seeks_its_candidates_in_the_edge_index(
+    neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str
+) -> None:
+    """The gate finds the reached scopes' APPLIES_TO edges by seeking the range index that
+    holds every input it checks, and reads nothing else of an active candidate. A scan (of the
+    edges or of the index) would cost every recall time in every record of the database."""
+    store = _store(neo4j_driver, neo4j_target)
+    store.add_many([_episode(tenant, i) for i in range(30)])
+    backend = store.backend
+    assert isinstance(backend, Neo4jBackend)
+    ctx = ReadContext(tenant=tenant, scopes=("case:c1",), now=T0 + timedelta(days=1))
+    real_read = backend._read
+    profiled: list[Any] = []
+
+    def profile(name: str, **params: Any) -> list[neo4j.Record]:
+        if name != "gate":
+            return real_read(name, **params)
+        with neo4j_driver.session() as session:
+            result = session.run("PROFILE " + cypher("gate"), params)
+            rows = list(result)
+            profiled.append(result.consume().profile)
+        return rows
+
+    backend._read = profile  # type: ignore[method-assign]
+    assert len(store.recall(ctx, "", explain=True).decisions) == 30
+    (plan,) = profiled
+    operators = _operators(plan)
+    names = [name for name, _ in operators]
+    assert "DirectedRelationshipIndexSeek" in names, operators
+    assert not [name for name in names if "Scan" in name], operators
+    # the checks and the report read nothing more: every input came with the index entry
+    above_union = operators[: names.index("Union")]
+    assert [hits for _, hits in above_union] == [0] * len(above_union), operators
+    (seek_hits,) = [hits for name, hits in operators if name == "DirectedRelationshipIndexSeek"]
+    assert seek_hits <= 31, operators
+
+
 def test_schema_files_split_into_several_statements() -> None:
     counts = []
     for version in range(1, SCHEMA_VERSION + 1):
@@ -826,22 +871,36 @@ def test_setup_with_embeddings_adds_one_online_vector_index_idempotently(own_sto
 
 
 def test_setup_migrates_version_2_gate_lists_in_place(own_store: MemoryStore) -> None:
-    """Version 2 lists (no fingerprint tokens, edge times at 8 and 9) become the current layout."""
+    """Version 2 lists (on the node, no fingerprint tokens, status as a flag, edge times at 8 and
+    9) become the current layout: on the APPLIES_TO edge, with tokens and the status's code."""
     backend = own_store.backend
     assert isinstance(backend, Neo4jBackend)
     assert own_store.setup() == SCHEMA_VERSION
     tenant = f"t-mig-{uuid.uuid4().hex[:8]}"
-    own_store.add_many(_facts(tenant))
+    own_store.add_many([*_facts(tenant), _fact(tenant, "f5", "refund disputes take a week")])
     own_store.supersede(
         tenant, "f1", _fact(tenant, "f4", "the refund window is sixty days"), reason="policy changed"
     )
     own_store.invalidate(tenant, "f2", by="f4", reason="wrong", at=T0 + timedelta(hours=1))
+    own_store.forget(
+        ForgetRequest(tenant=tenant, target="f5", mode=ForgetMode.REVOKE, reason="r", requested_by="u")
+    )
     ctx = ReadContext(tenant=tenant, scopes=("case:c1",), now=T0 + timedelta(days=1))
     expected = own_store.recall(ctx, "refund window", explain=True)
-    lists = "MATCH (m:Memory {tenant: $tenant}) RETURN m.id AS id, m.g AS g ORDER BY id"
+    reasons = {d.record_id: d.reason for d in expected.decisions}
+    assert (reasons["f2"], reasons["f5"]) == (DropReason.INVALIDATED, DropReason.REVOKED)
+    lists = (
+        "MATCH (m:Memory {tenant: $tenant})-[r:APPLIES_TO]->(s:Scope) "
+        "RETURN m.id AS id, m.g AS node, properties(r) AS edge, s.key AS scope ORDER BY id"
+    )
     current = _query(backend.driver, lists, tenant=tenant)
+    assert all(row["node"] is None and row["edge"]["scope"] == row["scope"] for row in current)
     _query(
-        backend.driver, "MATCH (m:Memory {tenant: $tenant}) SET m.g = m.g[0..8] + m.g[10..]", tenant=tenant
+        backend.driver,
+        "MATCH (m:Memory {tenant: $tenant})-[r:APPLIES_TO]->() "
+        "SET m.g = [r.g[0], CASE WHEN r.g[1] = 0 THEN 0 ELSE 1 END] + r.g[2..8] + r.g[10..] "
+        "REMOVE r.tenant, r.scope, r.policy, r.id, r.g",
+        tenant=tenant,
     )
     _query(backend.driver, "MATCH (v:GraphmemSchema) SET v.version = 2")
     with pytest.raises(BackendUnavailable) as info:
@@ -851,7 +910,7 @@ def test_setup_migrates_version_2_gate_lists_in_place(own_store: MemoryStore) ->
     assert _query(backend.driver, lists, tenant=tenant) == current
     fresh = MemoryStore(Neo4jBackend(backend.driver, uri="bolt://migrated"))
     assert fresh.recall(ctx, "refund window", explain=True) == expected
-    tokens = {row["id"]: row["g"][8:10] for row in current}
+    tokens = {row["id"]: row["edge"]["g"][8:10] for row in current}
     assert tokens == {
         r.id: list(fingerprint_tokens(r.fingerprint())) for r in fresh.backend.all_records(tenant)
     }

@@ -1,10 +1,11 @@
 """What the Neo4j backend stores on a memory node, against a real Neo4j 5.26.
 
 * Every SPEC §2 property holds the record's value; ``json`` and
-  ``fingerprint`` are the record's own; the gate list ``g`` holds what
-  ``gate.cypher`` reads, and follows supersession, invalidation and updates.
-* Schema version 2 migrates nodes written by version 1 (separate
-  start/end/recency/sensitivity_rank properties) to the gate list.
+  ``fingerprint`` are the record's own; the record's APPLIES_TO edge holds the
+  gate list ``g`` (what ``gate.cypher`` reads, following supersession,
+  invalidation and updates) beside the tenant, scope, policy and id.
+* Schema versions 2 to 4 migrate nodes written by version 1 (separate
+  start/end/recency/sensitivity_rank properties) to the gate list on the edge.
 * A store whose schema is older than the code is refused with a clear error
   instead of being read wrongly.
 """
@@ -49,12 +50,20 @@ def _store(driver: neo4j.Driver, target: Neo4jTarget) -> MemoryStore:
 def _node(driver: neo4j.Driver, tenant: str, record_id: str) -> dict[str, Any]:
     with driver.session() as session:
         row = session.run(
-            "MATCH (m:Memory {tenant: $tenant, id: $id}) RETURN properties(m) AS p, labels(m) AS labels",
+            "MATCH (m:Memory {tenant: $tenant, id: $id}) "
+            "OPTIONAL MATCH (m)-[r:APPLIES_TO]->(:Scope) "
+            "RETURN properties(m) AS p, labels(m) AS labels, collect(properties(r)) AS edges",
             tenant=tenant,
             id=record_id,
         ).single()
     assert row is not None
-    return {**row["p"], "labels": sorted(row["labels"])}
+    return {**row["p"], "labels": sorted(row["labels"]), "edges": row["edges"]}
+
+
+def _gate_list(driver: neo4j.Driver, tenant: str, record_id: str) -> list[int]:
+    """The gate list on the record's one APPLIES_TO edge."""
+    (edge,) = _node(driver, tenant, record_id)["edges"]
+    return list(edge["g"])
 
 
 def _procedure(tenant: str) -> MemoryRecord:
@@ -112,6 +121,13 @@ def test_node_properties_are_the_records_fields(
         "expires_at": micros(record.expires_at),
         "fingerprint": record.fingerprint(),
         "json": record.model_dump_json(exclude={"status", "tombstone"}),
+        "labels": ["Memory", "Procedural"],
+    }
+    gate = {
+        "tenant": tenant,
+        "scope": "system:gateway",
+        "policy": "default",
+        "id": record.id,
         "g": [
             3,  # procedural
             0,  # active
@@ -125,9 +141,8 @@ def test_node_properties_are_the_records_fields(
             NEVER,  # superseded at
             NEVER,  # invalidated at
         ],
-        "labels": ["Memory", "Procedural"],
     }
-    assert node == expected
+    assert node == {**expected, "edges": [gate]}
     assert {k for k in RECORD_ROW if k not in ("gate", "sources", "tombstone")} <= set(expected)
 
 
@@ -149,10 +164,10 @@ def test_gate_list_follows_supersession_invalidation_and_forgetting(
         update={"id": "claim-2", "content": "the limit is 20", "valid_from": T0 + timedelta(days=1)}
     )
     store.supersede(tenant, "claim-1", new, "raised")
-    assert _node(neo4j_driver, tenant, "claim-1")["g"][10] == micros(T0 + timedelta(days=1))
+    assert _gate_list(neo4j_driver, tenant, "claim-1")[10] == micros(T0 + timedelta(days=1))
     store.invalidate(tenant, "claim-1", "s1", "source retracted", at=T0 + timedelta(days=2))
-    node = _node(neo4j_driver, tenant, "claim-1")
-    assert node["g"][8:] == [
+    gate = _gate_list(neo4j_driver, tenant, "claim-1")
+    assert gate[8:] == [
         *fingerprint_tokens(old.fingerprint()),
         micros(T0 + timedelta(days=1)),
         micros(T0 + timedelta(days=2)),
@@ -163,12 +178,13 @@ def test_gate_list_follows_supersession_invalidation_and_forgetting(
         )
     )
     erased = _node(neo4j_driver, tenant, "claim-1")
+    erased_gate = _gate_list(neo4j_driver, tenant, "claim-1")
     assert erased["status"] == "erased"
-    assert erased["g"][1] == 1
-    assert erased["g"][10:] == node["g"][10:], "an update keeps the edge times"
-    assert erased["g"][8:10] == list(fingerprint_tokens(erased["fingerprint"]))
+    assert erased_gate[1] == list(Status).index(Status.ERASED)
+    assert erased_gate[10:] == gate[10:], "an update keeps the edge times"
+    assert erased_gate[8:10] == list(fingerprint_tokens(erased["fingerprint"]))
     assert erased["fingerprint"] == store.get(tenant, "claim-1").fingerprint()  # type: ignore[union-attr]
-    assert erased["g"][7] == 0
+    assert erased_gate[7] == 0
     stored = store.get(tenant, "claim-1")
     assert stored is not None
     assert stored.tombstone is not None
@@ -188,7 +204,7 @@ def test_a_status_change_leaves_the_stored_json_as_it_was(
     )
     after = _node(neo4j_driver, tenant, record.id)
     assert after["json"] == before["json"]
-    assert (after["status"], after["g"][1]) == ("revoked", 1)
+    assert (after["status"], _gate_list(neo4j_driver, tenant, record.id)[1]) == ("revoked", 3)
     revoked = store.get(tenant, record.id)
     assert revoked == record.model_copy(update={"status": "revoked"})
     assert revoked is not None
@@ -208,9 +224,10 @@ def test_version_1_json_is_read_with_the_nodes_status() -> None:
     assert erased.fingerprint() == erased.model_copy().fingerprint()
 
 
-def test_schema_v2_and_v3_migrate_nodes_written_by_v1(neo4j_driver: neo4j.Driver, tenant: str) -> None:
+def test_schema_v2_to_v4_migrate_nodes_written_by_v1(neo4j_driver: neo4j.Driver, tenant: str) -> None:
     """A version-1 node keeps start/end/recency/sensitivity_rank; version 2 folds them into g,
-    version 3 adds the fingerprint's tokens before the edge times."""
+    version 3 adds the fingerprint's tokens before the edge times, version 4 moves the list to
+    the APPLIES_TO edge with the status's code."""
     fingerprint = "f00dcafe0123456789abcdef" * 2 + "0" * 16
     at = micros(T0)
     assert at is not None
@@ -218,7 +235,8 @@ def test_schema_v2_and_v3_migrate_nodes_written_by_v1(neo4j_driver: neo4j.Driver
         session.run(
             "CREATE (:Memory {tenant: $tenant, id: 'v1', kind: 'episodic', status: 'contested', "
             "start: $at, recency: 1.0, sensitivity_rank: 2, outcome: 'failure', created_at: $created, "
-            "event_time: $at, invalidated_at: $at, fingerprint: $fingerprint})",
+            "event_time: $at, invalidated_at: $at, fingerprint: $fingerprint, policy: 'default'})"
+            "-[:APPLIES_TO]->(:Scope {tenant: $tenant, key: 'case:v1', type: 'case'})",
             tenant=tenant,
             at=at,
             created=at - 5,
@@ -231,8 +249,22 @@ def test_schema_v2_and_v3_migrate_nodes_written_by_v1(neo4j_driver: neo4j.Driver
         assert not {"start", "end", "recency", "sensitivity_rank"} & set(node)
         for statement in statements("schema_v3"):
             session.run(statement).consume()
-    tokens = [int(fingerprint[:15], 16), int(fingerprint[15:30], 16)]
-    assert _node(neo4j_driver, tenant, "v1")["g"] == [1, 1, at, NEVER, 2, 0, at, 0, *tokens, NEVER, at]
+        tokens = [int(fingerprint[:15], 16), int(fingerprint[15:30], 16)]
+        assert _node(neo4j_driver, tenant, "v1")["g"] == [1, 1, at, NEVER, 2, 0, at, 0, *tokens, NEVER, at]
+        for statement in statements("schema_v4"):
+            session.run(statement).consume()
+    node = _node(neo4j_driver, tenant, "v1")
+    assert "g" not in node
+    contested = list(Status).index(Status.CONTESTED)
+    assert node["edges"] == [
+        {
+            "tenant": tenant,
+            "scope": "case:v1",
+            "policy": "default",
+            "id": "v1",
+            "g": [1, contested, at, NEVER, 2, 0, at, 0, *tokens, NEVER, at],
+        }
+    ]
 
 
 def test_a_store_on_an_older_schema_is_refused(

@@ -2,9 +2,10 @@
 
 Times are stored as integer microseconds since the Unix epoch (UTC) so the
 gate's comparisons are exact; each record also keeps its canonical JSON so a
-read returns exactly what was written, and its gate inputs in one list
-property (``m.g``, see ``gate.cypher``) so the gate reads one property per
-candidate. The gate runs inside the database and mirrors
+read returns exactly what was written. Its gate inputs are one list on its
+``APPLIES_TO`` edge (``r.g``, see ``gate.cypher``), held with copies of the
+record's tenant, scope, policy and id in one range index, so the gate reads
+every candidate from that index. The gate runs inside the database and mirrors
 ``graphmem.gate.drop_reason``; it returns one row of parallel lists, which the
 driver decodes far faster than a row per candidate.
 """
@@ -54,7 +55,7 @@ from graphmem.model.canonical import sha256
 
 __all__ = ["DOC_CACHE", "RECORD_ROW", "SCHEMA_VERSION", "Neo4jBackend", "fingerprint_tokens", "record_of"]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: Records whose text (content, embedding) a backend keeps for ranking, by default.
 DOC_CACHE = 200_000
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -96,6 +97,9 @@ RECORD_ROW = (
     "gate",
     "sources",
 )
+#: Statuses by the code the gate list holds for them (0 = active).
+_STATUSES = [status.value for status in Status]
+_STATUS_CODE = {status: code for code, status in enumerate(Status)}
 #: Kept out of the stored JSON: their own properties are the truth, so a status
 #: change rewrites a few small properties, not the JSON.
 _MUTABLE = {"status", "tombstone"}
@@ -165,7 +169,7 @@ def _gate_list(record: MemoryRecord, fingerprint: str) -> list[int]:
     recency = record.valid_from or record.event_time or record.created_at
     return [
         _KIND_CODE[record.kind],
-        0 if record.status is Status.ACTIVE else 1,
+        _STATUS_CODE[record.status],
         _ALWAYS if start is None else (start - _EPOCH) // _MICRO,
         _NEVER if end is None else (end - _EPOCH) // _MICRO,
         record.sensitivity.rank,
@@ -798,6 +802,7 @@ class Neo4jBackend:
             own_runs=list(ctx.own_runs),
             kind_mask=[kind in ctx.kinds for kind in _KINDS],
             policy=ctx.policy,
+            statuses=_STATUSES,
             now=micros(ctx.now),
             clearance_rank=ctx.clearance.rank,
             environment=list(ctx.environment),
