@@ -839,7 +839,14 @@ def test_setup_on_a_fresh_database_then_again_changes_nothing(own_store: MemoryS
     backend = own_store.backend
     assert isinstance(backend, Neo4jBackend)
     assert backend.schema_version() == 0
+    tenant = f"t-{uuid.uuid4().hex[:12]}"
+    ctx = ReadContext(tenant=tenant, scopes=("case:c1",), now=T0 + timedelta(days=1))
+    own_store.add(_episode(tenant, 0))  # writes need no schema: they are in the current layout
+    with pytest.raises(BackendUnavailable) as info:
+        own_store.recall(ctx, "")
+    assert (info.value.code, "graphmem schema apply" in info.value.message) == ("schema_missing", True)
     assert own_store.setup() == SCHEMA_VERSION
+    assert own_store.recall(ctx, "").ids == ["r0"]
     before = _schema_snapshot(backend.driver)
     assert before[0]
     assert before[1]

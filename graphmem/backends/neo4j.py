@@ -660,15 +660,25 @@ class Neo4jBackend:
         version = rows[0]["version"] if rows else None
         return 0 if version is None else int(version)
 
-    def _require_schema(self) -> None:
+    def _require_schema(self, *, indexed: bool = False) -> None:
         """Refuse to read or write a store whose schema this version of graphmem does not know.
 
-        Checked once per backend. A database never set up (version 0) is fine:
-        what this version writes is already in the current layout.
+        Checked once per backend. A database never set up (version 0) takes
+        writes, which are already in the current layout, but not ``indexed``
+        reads (the gate seeks an index only the schema step creates); it is
+        checked again on each call until it is set up.
         """
         if self._schema_ok:
             return
         version = self.schema_version()
+        if version == 0:
+            if indexed:
+                raise BackendUnavailable(
+                    f"the Neo4j store at {self.uri} has no graphmem schema yet, and recall needs its "
+                    "indexes: run `graphmem schema apply` (store.setup()) once",
+                    code="schema_missing",
+                )
+            return
         if version > SCHEMA_VERSION or 0 < version < SCHEMA_VERSION:
             action = (
                 "run `graphmem schema apply` (store.setup()) to migrate it"
@@ -793,7 +803,7 @@ class Neo4jBackend:
     def _gate(
         self, ctx: ReadContext, record_id: str | None, fingerprints: bool, with_content: bool
     ) -> neo4j.Record:
-        self._require_schema()
+        self._require_schema(indexed=True)
         return self._read(
             "gate",
             tenant=ctx.tenant,
