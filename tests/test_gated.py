@@ -29,7 +29,7 @@ from graphmem import (
     Status,
 )
 from graphmem.gate import Candidate, run_gate
-from graphmem.gated import LIMITED, RowGate, ScopeGroup, ViewGate
+from graphmem.gated import LIMITED, RowGate, ScopeGroup, Verdicts, ViewGate
 from graphmem.model import DropReason
 from graphmem.model.canonical import canonical_json
 from graphmem.ranking import Prepared, rank, rank_prepared
@@ -144,6 +144,12 @@ def test_views_equal_the_reference_gate_at_every_now(seed: int) -> None:
         implicit = {rid: outcome for rid, outcome in outcomes.items() if outcome != LIMITED}
         assert view.decisions_digest(implicit) == rows.decisions_digest(implicit)
         assert rows.decisions_digest(implicit) == rows.decisions_digest(outcomes)
+        # the Neo4j backend's form: verdicts made once from the server's rows
+        reported = ViewGate(Verdicts.of_rows(reversed(reference.verdicts), reference.survivors))
+        assert reported.ranked(query, None) == ranked
+        assert list(reported.dropped()) == list(rows.dropped())
+        assert reported.candidates_digest() == rows.candidates_digest()
+        assert reported.decisions_digest(implicit) == rows.decisions_digest(outcomes)
         if rng.random() < 0.4:  # writes between reads: the touched groups' views must follow them
             target = f"r{rng.randrange(40):03d}"
             if rng.random() < 0.3:
