@@ -92,21 +92,24 @@ class RowGate:
         self.verdicts.sort(key=itemgetter(0))
         return self.verdicts
 
-    # Ids match [A-Za-z0-9][A-Za-z0-9._:@+-]*, so JSON writes them as they are, in quotes.
-
     def candidates_digest(self) -> str:
-        return digest_of_fragments([_candidate_fragment(f'"{rid}"', fp) for rid, fp, _ in self._by_id()])
+        return digest_of_fragments([_candidate_fragment(_id_json(rid), fp) for rid, fp, _ in self._by_id()])
 
     def decisions_digest(self, outcomes: Outcomes) -> str:
         fragments = [
-            decision_fragment(f'"{rid}"', False, reason, None)
+            decision_fragment(_id_json(rid), False, reason, None)
             if reason is not None
             else f'["{rid}"{_LIMITED_TAIL}'
             if rid not in outcomes
-            else decision_fragment(f'"{rid}"', *outcomes[rid])
+            else decision_fragment(_id_json(rid), *outcomes[rid])
             for rid, _, reason in self._by_id()
         ]
         return digest_of_fragments(fragments)
+
+
+def _id_json(rid: str) -> str:
+    """A record id as JSON: ids match [A-Za-z0-9][A-Za-z0-9._:@+-]*, so it is the id in quotes."""
+    return f'"{rid}"'
 
 
 _LIMITED_TAIL = decision_fragment("", *LIMITED)[1:]
@@ -249,8 +252,7 @@ class Verdicts:
         candidate, and the survivors' ranking inputs."""
         made = cls()
         for rid, fingerprint, reason in sorted(verdicts, key=itemgetter(0)):
-            # Ids match [A-Za-z0-9][A-Za-z0-9._:@+-]*, so JSON writes them as they are, in quotes.
-            id_json = f'"{rid}"'
+            id_json = _id_json(rid)
             made.rows.append(_row(rid, id_json, reason))
             made.candidate_fragments.append(_candidate_fragment(id_json, fingerprint))
             if reason is not None:

@@ -111,30 +111,7 @@ _READ_PAUSES = (0.05, 0.2, 1.0)
 _SERVER_FAILURES = (neo4j_errors.Neo4jError, neo4j_errors.ServiceUnavailable, neo4j_errors.SessionExpired)
 _PARAM = re.compile(r"\$([A-Za-z_]\w*)")
 T = TypeVar("T")
-
-
-def _statement_error(
-    err: neo4j_errors.ResultFailedError,
-) -> neo4j_errors.Neo4jError | neo4j_errors.DriverError:
-    """The error of the statement behind a failed result.
-
-    A statement that fails while a transaction function runs is reported again, as a
-    failed result, when the driver rolls the transaction back; that report replaces the
-    statement's own error (a broken constraint, a deadlock), which is its cause.
-    """
-    cause: BaseException | None = err
-    while isinstance(cause, neo4j_errors.ResultFailedError):
-        cause = cause.__cause__
-    if isinstance(cause, neo4j_errors.Neo4jError | neo4j_errors.DriverError):
-        return cause
-    return err
-
-
-@dataclass(frozen=True, slots=True)
-class _Failed:
-    """A transaction that failed with ``error``, from the server or the connection."""
-
-    error: Exception
+_Retryable = type[neo4j_errors.Neo4jError] | type[neo4j_errors.DriverError]
 
 
 def micros(value: datetime | None) -> int | None:
@@ -562,9 +539,7 @@ class Neo4jBackend:
         try:
             yield
         except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError) as err:
-            mapped = self._graphmem_error(
-                _statement_error(err) if isinstance(err, neo4j_errors.ResultFailedError) else err, write
-            )
+            mapped = self._graphmem_error(err, write)
             if mapped is None:
                 raise
             raise mapped from err
@@ -593,25 +568,32 @@ class Neo4jBackend:
 
     def _run(self, work: Callable[[neo4j.ManagedTransaction], T], *, write: bool) -> T:
         """``work`` in one managed transaction, run again after a retryable failure."""
+        # Only the server's retryable failures: the driver already retries a lost
+        # connection at commit, and one lost mid-transaction is reported at once.
+        return self._retried(lambda: self._attempt(work, write), write, (neo4j_errors.Neo4jError,))
+
+    def _retried(self, attempt: Callable[[], T], write: bool, retry: tuple[_Retryable, ...]) -> T:
+        """``attempt()``, again after each pause while it fails in a retryable way (one of
+        the ``retry`` types that says it is retryable)."""
         with self._errors(write):
             for pause in (*_READ_PAUSES, None):
-                failure = self._attempt(work, write)
-                if not isinstance(failure, _Failed):
-                    return failure
-                err = failure.error
-                if pause is None or not isinstance(err, neo4j_errors.Neo4jError) or not err.is_retryable():
-                    raise err
+                try:
+                    return attempt()
+                except retry as err:
+                    if pause is None or not err.is_retryable():
+                        raise
                 time.sleep(pause)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _attempt(self, work: Callable[[neo4j.ManagedTransaction], T], write: bool) -> T | _Failed:
-        """One run of ``work``; a failure of the server or the connection is returned.
+    def _attempt(self, work: Callable[[neo4j.ManagedTransaction], T], write: bool) -> T:
+        """One run of ``work`` in a managed transaction.
 
         A statement that fails makes the driver hand the transaction's connection back to
         its pool at once, where another thread may take it; closing the failed transaction
         then would still touch that connection. So such a failure inside ``work`` is kept,
-        and the driver is only asked to commit, which it refuses without touching the
-        connection (the server has rolled the transaction back).
+        the driver is only asked to commit, which it refuses without touching the
+        connection (the server has rolled the transaction back), and the kept failure is
+        raised.
         """
         failed: list[Exception] = []
 
@@ -629,7 +611,7 @@ class Neo4jBackend:
             if not failed:
                 raise
         if failed:
-            return _Failed(failed[0])
+            raise failed[0]
         return done  # type: ignore[return-value]
 
     def _read(self, name: str, **params: Any) -> list[neo4j.Record]:
@@ -642,16 +624,12 @@ class Neo4jBackend:
         """One statement in an auto-commit transaction, retried on retryable failures: only
         for reads and for writes that are idempotent."""
         query = cypher(name)
-        with self._errors(write=write):
-            for pause in (*_READ_PAUSES, None):
-                try:
-                    with self._session(write=write) as session:
-                        return list(session.run(query, params))
-                except (neo4j_errors.Neo4jError, neo4j_errors.DriverError) as err:
-                    if pause is None or not err.is_retryable():
-                        raise
-                time.sleep(pause)
-        raise AssertionError("unreachable")  # pragma: no cover
+
+        def attempt() -> list[neo4j.Record]:
+            with self._session(write=write) as session:
+                return list(session.run(query, params))
+
+        return self._retried(attempt, write, (neo4j_errors.Neo4jError, neo4j_errors.DriverError))
 
     # -- schema -----------------------------------------------------------
 
