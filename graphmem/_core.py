@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import functools
 import gc
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
 from graphmem.backends.base import Backend, Op
 from graphmem.model import MemoryRecord, ReadContext, Selection, WritePolicy
 
-__all__ = ["StoreCore", "bulk"]
+__all__ = ["StoreCore", "bulk", "transactional"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+S = TypeVar("S", bound="StoreCore")
 
 _bulk_lock = threading.Lock()
 _bulk_depth = 0
@@ -41,6 +46,18 @@ def bulk() -> Iterator[None]:
             _bulk_depth -= 1
             if _bulk_depth == 0 and _bulk_reenable:
                 gc.enable()
+
+
+def transactional(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
+    """Run a public write in one backend transaction: everything it reads to decide and every
+    op it applies commit together, or not at all (SPEC §9). Nested calls join the outer one."""
+
+    @functools.wraps(method)
+    def run(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        with self.backend.write():
+            return method(self, *args, **kwargs)
+
+    return run
 
 
 class StoreCore:

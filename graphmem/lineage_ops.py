@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import TypeAdapter
 
 from graphmem._args import check_aware, check_rel_type, check_scope, check_tenant
-from graphmem._core import StoreCore, bulk
+from graphmem._core import StoreCore, bulk, transactional
 from graphmem.backends.base import AddEdge, AppendAudit, Dependent, Op, PutRecord, UpdateRecord
 from graphmem.errors import ConflictError, ContractViolation, LineageError, NotFound
 from graphmem.lineage import FORGOTTEN, lost_support, support_count, support_ends
@@ -81,6 +81,7 @@ class LineageOps(StoreCore):
             for record, cause in fallen
         ]
 
+    @transactional
     def supersede(self, tenant: str, old_id: str, new_record: MemoryRecord, reason: str) -> MemoryRecord:
         """Write ``new_record`` as the replacement of ``old_id``; the old one stays for history.
 
@@ -130,6 +131,7 @@ class LineageOps(StoreCore):
         )
         return new_record
 
+    @transactional
     def invalidate(
         self, tenant: str, record_id: str, by: str, reason: str, at: datetime | None = None
     ) -> None:
@@ -164,6 +166,7 @@ class LineageOps(StoreCore):
 
     # -- consolidation ----------------------------------------------------
 
+    @transactional
     def consolidate(
         self,
         tenant: str,
@@ -302,6 +305,7 @@ class LineageOps(StoreCore):
             )
         return matches[0]
 
+    @transactional
     def forget(self, request: ForgetRequest) -> ForgetReport:
         """Release, revoke or erase a record, a source, or everything applying to a scope, and
         (with ``cascade``) every record that loses its support, in one transaction.
@@ -471,6 +475,7 @@ class LineageOps(StoreCore):
             erased_sources=tuple(sorted(dead_sources)) if erase else (),
         )
 
+    @transactional
     def release_run(
         self,
         tenant: str,
@@ -510,6 +515,7 @@ class LineageOps(StoreCore):
         for op in self.backend.export_ops(check_tenant(tenant)):
             yield json.dumps(op.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
 
+    @transactional
     def import_(self, stream: Iterable[str]) -> int:
         """Load JSON Lines written by ``export`` (from either backend) in one all-or-nothing batch.
 

@@ -15,7 +15,7 @@ from typing import Any, Self
 from urllib.parse import unquote, urlparse
 
 from graphmem._args import check_rel_type, check_scope, check_tenant
-from graphmem._core import bulk
+from graphmem._core import bulk, transactional
 from graphmem.backends.base import (
     AppendAudit,
     Backend,
@@ -182,6 +182,7 @@ class MemoryStore(LineageOps, WriteGateOps):
         """Write one record. Raises ``ContractViolation``, ``ConflictError`` or ``LineageError``."""
         return self.add_many([record])[0]
 
+    @transactional
     def add_many(self, records: Iterable[MemoryRecord]) -> list[MemoryRecord]:
         """Write records in one all-or-nothing batch: any violation writes none of them."""
         with bulk():
@@ -280,6 +281,7 @@ class MemoryStore(LineageOps, WriteGateOps):
         """The stored record, or ``None``. Raises ``ContractViolation`` for a missing tenant."""
         return self.backend.get(check_tenant(tenant), record_id)
 
+    @transactional
     def scope_within(self, tenant: str, child: str, parent: str) -> None:
         """Declare ``child`` WITHIN ``parent``: records of ``parent`` apply inside ``child``."""
         tenant, child, parent = check_tenant(tenant), check_scope(child), check_scope(parent)
@@ -291,6 +293,7 @@ class MemoryStore(LineageOps, WriteGateOps):
             return
         self.backend.apply([ScopeWithin(tenant=tenant, child=child, parent=parent)])
 
+    @transactional
     def relate_scopes(self, tenant: str, a: str, rel_type: str, b: str) -> None:
         """Declare a typed relation between two scopes, e.g. ``merchant:m1 USES system:gw-2``."""
         tenant, a, b = check_tenant(tenant), check_scope(a), check_scope(b)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from graphmem._args import check_tenant
-from graphmem._core import StoreCore
+from graphmem._core import StoreCore, transactional
 from graphmem.backends.base import AddEdge, AppendAudit, Op, PutRecord, UpdateRecord
 from graphmem.contracts import check_record
 from graphmem.errors import ConflictError, ContractViolation, GraphmemError, NotFound
@@ -58,6 +58,7 @@ class WriteGateOps(StoreCore):
         )
         return AppendAudit(event=event)
 
+    @transactional
     def propose(
         self, proposal: WriteProposal, *, source_trust: Trust | None = None, policy: WritePolicy | None = None
     ) -> WriteDecision:
@@ -227,6 +228,7 @@ class WriteGateOps(StoreCore):
                 return record
         raise NotFound(f"no proposal {proposal_id!r} in tenant {tenant!r}")
 
+    @transactional
     def approve(self, tenant: str, proposal_id: str, approver: str) -> MemoryRecord:
         """Make a pending proposal's record active (contested if it now conflicts), citing the approval."""
         record = approved_record(self._pending(tenant, proposal_id), approver, at=self.clock())
@@ -252,6 +254,7 @@ class WriteGateOps(StoreCore):
         self.backend.apply(ops)
         return record
 
+    @transactional
     def reject(self, tenant: str, proposal_id: str, approver: str, reason: str) -> MemoryRecord:
         """Turn down a pending proposal: its record is revoked (kept for audit, never eligible)."""
         record = self._pending(tenant, proposal_id).model_copy(update={"status": Status.REVOKED})
@@ -263,6 +266,7 @@ class WriteGateOps(StoreCore):
 
     # -- conflicts --------------------------------------------------------
 
+    @transactional
     def contest(self, tenant: str, record_id: str, by: str, reason: str) -> MemoryRecord:
         """Mark a record contested (excluded from recall as ``contested``) until ``resolve``."""
         tenant = check_tenant(tenant)
@@ -279,6 +283,7 @@ class WriteGateOps(StoreCore):
         self.backend.apply([UpdateRecord(record=contested), audit])
         return contested
 
+    @transactional
     def resolve(self, tenant: str, record_id: str, winner_id: str, reason: str) -> MemoryRecord:
         """Settle a conflict: ``winner_id`` becomes active; every other record contested on the same
         subject (or ``record_id`` itself) becomes active but superseded by the winner from now on."""
@@ -312,6 +317,7 @@ class WriteGateOps(StoreCore):
 
     # -- policy versions --------------------------------------------------
 
+    @transactional
     def reauthorise(
         self, tenant: str, record_ids: Sequence[str], policy: WritePolicy, approver: str, reason: str
     ) -> list[MemoryRecord]:

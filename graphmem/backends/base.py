@@ -223,7 +223,13 @@ class Backend(Protocol):
     def audit(self, tenant: str, record_id: str | None, since: datetime | None) -> list[AuditEvent]: ...
 
     def reading(self) -> AbstractContextManager[object]:
-        """Hold writes off while a read works over what ``gate`` returned."""
+        """One consistent snapshot for every read this thread makes inside it."""
+        ...
+
+    def write(self) -> AbstractContextManager[object]:
+        """One write transaction for every read and ``apply`` this thread makes inside it:
+        committed when the block ends, rolled back when it raises. Re-entrant: a nested
+        ``write()`` joins the outer transaction."""
         ...
 
     def close(self) -> None: ...

@@ -465,6 +465,10 @@ class EmbeddedBackend:
         # Gate views are kept in step with writes in place, so a read holds the write lock.
         return self._lock
 
+    def write(self) -> AbstractContextManager[object]:
+        # The lock is re-entrant: reads and applies of one operation run under it together.
+        return self._lock
+
     def close(self) -> None:
         if self._journal is not None:
             self._journal.close()

@@ -1026,6 +1026,9 @@ class Neo4jBackend:
     def reading(self) -> AbstractContextManager[object]:
         return nullcontext()  # every read is its own transaction
 
+    def write(self) -> AbstractContextManager[object]:
+        return nullcontext()  # each apply is its own transaction
+
     def close(self) -> None:
         self._docs.clear()
         self._memo.clear()
