@@ -36,7 +36,7 @@ class Candidate:
     dictionary. Backends may cache candidates until the record or its edges change.
     """
 
-    record: MemoryRecord
+    record: MemoryRecord | None  # None when a backend built it from stored gate columns
     superseded_at: datetime | None
     invalidated_at: datetime | None
     fingerprint: str
@@ -145,5 +145,6 @@ def run_gate(candidates: list[tuple[Candidate, bool]], ctx: ReadContext) -> Gate
         verdicts.append((cand.id, cand.fingerprint, reason))
         if reason is None:
             record = cand.record
+            assert record is not None, "the reference gate runs over whole records"
             survivors.append((cand.id, record.content, cand.recency, record.embedding))
     return GateResult(verdicts, survivors)

@@ -12,31 +12,24 @@ from __future__ import annotations
 
 import hashlib
 import heapq
-from bisect import bisect_left, bisect_right, insort
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from operator import itemgetter
 from typing import Protocol
 
-from graphmem.gate import Candidate, GateResult, drop_reason
-from graphmem.model import DropReason, ReadContext
+from graphmem.gate import GateResult
+from graphmem.model import DropReason
 from graphmem.ranking import Document, Prepared, rank, rank_prepared
 from graphmem.receipts import (
     decision_fragment,
     digest_of_fragments,
-    json_string,
 )
 
 __all__ = [
     "LIMITED",
     "Gated",
-    "GroupView",
-    "MergeCache",
     "Outcomes",
     "RowGate",
-    "ScopeGroup",
     "Verdicts",
     "ViewGate",
     "as_gated",
@@ -123,91 +116,6 @@ def as_gated(result: GateResult | Gated) -> Gated:
     return result
 
 
-class ScopeGroup:
-    """The candidates applying to one scope, with the gate views of recent reads kept in step."""
-
-    __slots__ = ("_boundaries", "_inserted", "_ordered", "_times", "_views", "members")
-
-    def __init__(self) -> None:
-        self.members: dict[object, Candidate] = {}
-        self._ordered: list[tuple[str, str, Candidate]] | None = []
-        self._times: Counter[datetime] = Counter()
-        self._boundaries: list[datetime] | None = None
-        self._views: list[GroupView] = []
-        self._inserted = 0
-
-    def put(self, key: object, candidate: Candidate) -> None:
-        old = self.members.get(key)
-        self.members[key] = candidate
-        self._count_times(old, -1)
-        self._count_times(candidate, 1)
-        id_json = json_string(candidate.id)
-        if self._ordered is not None:  # kept in step between reads; sorted once after a bulk load
-            at = bisect_left(self._ordered, (candidate.id,))
-            if old is not None:
-                self._ordered[at] = (candidate.id, id_json, candidate)
-            elif self._inserted < 64:
-                self._inserted += 1
-                self._ordered.insert(at, (candidate.id, id_json, candidate))
-            else:
-                self._ordered = None
-                self._views.clear()
-        for view in self._views:
-            view.patch(candidate.id, old, candidate, id_json)
-
-    def pop(self, key: object) -> None:
-        old = self.members.pop(key, None)
-        if old is not None:
-            self._count_times(old, -1)
-            if self._ordered is not None:
-                del self._ordered[bisect_left(self._ordered, (old.id,))]
-            for view in self._views:
-                view.patch(old.id, old, None, "")
-
-    def _count_times(self, candidate: Candidate | None, step: int) -> None:
-        if candidate is not None:
-            self._boundaries = None
-            for t in (candidate.start, candidate.end, candidate.superseded_at, candidate.invalidated_at):
-                if t is not None:
-                    self._times[t] += step
-                    if not self._times[t]:
-                        del self._times[t]
-
-    def ordered(self) -> list[tuple[str, str, Candidate]]:
-        """(id, id as JSON, candidate) by id."""
-        self._inserted = 0
-        if self._ordered is None:
-            cands = sorted(self.members.values(), key=lambda c: c.id)
-            self._ordered = [(c.id, json_string(c.id), c) for c in cands]
-        return self._ordered
-
-    def view(self, ctx: ReadContext, in_scope: bool) -> GroupView:
-        """The verdicts for ``ctx``, shared by every ``now`` between the same two boundaries.
-
-        Every time check flips exactly at a boundary (now < start, now >= end,
-        superseded/invalidated at <= now), so two nows with the same count of
-        boundaries at or before them get the same verdicts.
-        """
-        if self._boundaries is None:
-            self._boundaries = sorted(self._times)
-        boundaries = self._boundaries
-        interval = bisect_right(boundaries, ctx.now)
-        key = _gate_key(ctx, in_scope)
-        for view in self._views:
-            if view.key == key and bisect_right(boundaries, view.ctx.now) == interval:
-                return view
-        if len(self._views) >= 4:
-            self._views.pop(0)
-        view = GroupView(self.ordered(), ctx, in_scope)
-        self._views.append(view)
-        return view
-
-
-def _gate_key(ctx: ReadContext, in_scope: bool) -> tuple[object, ...]:
-    """Everything but ``now`` that the gate reads from a context."""
-    return (ctx.tenant, ctx.policy, ctx.kinds, ctx.clearance, ctx.environment, in_scope)
-
-
 Row = tuple[str, str, str | None, str | None]
 """(id, id as JSON, the drop's decision fragment, the survivor's fragment for the commonest
 outcome — unmatched and past the limit); one of the two fragments is None."""
@@ -272,71 +180,6 @@ class Verdicts:
         return merged
 
 
-class MergeCache:
-    """The last few merges of group views, valid while none of their views changed."""
-
-    __slots__ = ("_entries",)
-
-    def __init__(self) -> None:
-        self._entries: dict[tuple[tuple[GroupView, int], ...], Verdicts] = {}
-
-    def get(self, views: Sequence[GroupView]) -> Verdicts:
-        key = tuple((v, v.version) for v in views)
-        found = self._entries.pop(key, None)
-        if found is None:
-            found = Verdicts.merged(views)
-            while len(self._entries) >= 4:
-                del self._entries[next(iter(self._entries))]
-        self._entries[key] = found  # most recently used last
-        return found
-
-
-class GroupView(Verdicts):
-    """One scope group's verdicts for one read, kept in step with the group's writes."""
-
-    __slots__ = ("ctx", "in_scope", "key", "version")
-
-    def __init__(
-        self, ordered: Sequence[tuple[str, str, Candidate]], ctx: ReadContext, in_scope: bool
-    ) -> None:
-        super().__init__()
-        self.ctx = ctx
-        self.in_scope = in_scope
-        self.key = _gate_key(ctx, in_scope)
-        self.version = 0
-        survivors: list[Document] = []
-        for _, id_json, cand in ordered:
-            reason = drop_reason(cand, ctx, in_scope)
-            self.rows.append(_row(cand.id, id_json, reason))
-            self.candidate_fragments.append(_candidate_fragment(id_json, cand.fingerprint))
-            if reason is None:
-                survivors.append(_document(cand))
-            else:
-                self.dropped.append((cand.id, reason))
-        self.corpus = Prepared(survivors)
-
-    def patch(self, rid: str, old: Candidate | None, new: Candidate | None, id_json: str) -> None:
-        """Replace the verdict on record ``rid``: ``old`` leaves (if any), ``new`` arrives (if any)."""
-        self.version += 1
-        self._digests = None
-        at = bisect_left(self.rows, (rid,))
-        if old is not None:
-            id_json = self.rows[at][1]
-            if self.rows[at][2] is None:
-                self.corpus.remove(rid)
-            else:
-                del self.dropped[bisect_left(self.dropped, (rid,))]
-            del self.rows[at], self.candidate_fragments[at]
-        if new is not None:
-            reason = drop_reason(new, self.ctx, self.in_scope)
-            self.rows.insert(at, _row(new.id, id_json, reason))
-            self.candidate_fragments.insert(at, _candidate_fragment(id_json, new.fingerprint))
-            if reason is None:
-                self.corpus.add(_document(new))
-            else:
-                insort(self.dropped, (rid, reason))
-
-
 def _row(rid: str, id_json: str, reason: DropReason | None) -> Row:
     if reason is None:
         return rid, id_json, None, decision_fragment(id_json, *LIMITED)
@@ -346,10 +189,6 @@ def _row(rid: str, id_json: str, reason: DropReason | None) -> Row:
 def _candidate_fragment(id_json: str, fingerprint: str) -> str:
     """A candidate's (id, fingerprint) pair as canonical JSON (a fingerprint is hex)."""
     return f'[{id_json},"{fingerprint}"]'
-
-
-def _document(cand: Candidate) -> Document:
-    return cand.id, cand.record.content, cand.recency, cand.record.embedding
 
 
 class ViewGate:

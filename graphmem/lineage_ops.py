@@ -462,9 +462,6 @@ class LineageOps(StoreCore):
         self.backend.apply(ops)
         if erase:
             forget_cached_terms()
-            compact = getattr(self.backend, "compact", None)
-            if compact is not None:
-                compact()
         return ForgetReport(
             tenant=req.tenant,
             target=req.target,

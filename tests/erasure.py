@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 from graphmem import MemoryStore
@@ -22,16 +23,7 @@ def places_holding(store: MemoryStore, tenant: str, text: str) -> list[str]:
         found.append("audit")
     backend = store.backend
     if isinstance(backend, EmbeddedBackend):
-        for node, data in backend.graph.nodes(data=True):
-            if text in repr(data):
-                found.append(f"graph node {node}")
-        for a, b, data in backend.graph.edges(data=True):
-            if text in repr(data):
-                found.append(f"graph edge {a}->{b}")
-        if backend._journal is not None:
-            for path in Path(backend._journal.directory).iterdir():
-                if text.encode() in path.read_bytes():
-                    found.append(f"file {path.name}")
+        found += _embedded_places(backend, text)
     elif isinstance(backend, Neo4jBackend):
         holds = (
             "any(k IN keys(x) WHERE CASE WHEN valueType(x[k]) STARTS WITH 'LIST' "
@@ -62,4 +54,25 @@ def places_holding(store: MemoryStore, tenant: str, text: str) -> list[str]:
             found.append(f"{rels['c']} neo4j relationship(s)")
         if hits and hits["c"]:
             found.append(f"{hits['c']} fulltext hit(s)")
+    return found
+
+
+def _embedded_places(backend: EmbeddedBackend, text: str) -> list[str]:
+    """Rows of every table, the raw bytes of the database (pages, free pages) and its files."""
+    found: list[str] = []
+    with backend.reading() as conn:
+        assert isinstance(conn, sqlite3.Connection)
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        for table in tables:
+            for row in conn.execute(f"SELECT * FROM {table}"):  # noqa: S608 - names from sqlite_master
+                if any(
+                    text in (v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)) for v in row
+                ):
+                    found.append(f"table {table}")
+        if backend.directory is None and text.encode() in conn.serialize():
+            found.append("database image")
+    if backend.directory is not None:
+        for path in Path(backend.directory).iterdir():
+            if path.is_file() and text.encode() in path.read_bytes():
+                found.append(f"file {path.name}")
     return found

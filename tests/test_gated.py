@@ -28,8 +28,9 @@ from graphmem import (
     Source,
     Status,
 )
-from graphmem.gate import Candidate, run_gate
-from graphmem.gated import LIMITED, RowGate, ScopeGroup, Verdicts, ViewGate
+from graphmem.backends.embedded import EmbeddedBackend
+from graphmem.gate import run_gate
+from graphmem.gated import LIMITED, RowGate, Verdicts, ViewGate
 from graphmem.model import DropReason
 from graphmem.model.canonical import canonical_json
 from graphmem.ranking import Prepared, rank, rank_prepared
@@ -225,17 +226,18 @@ def test_writes_to_a_group_reach_its_cached_views() -> None:
     assert store.recall(ctx, "gateway").ids == []
 
 
-def test_group_views_are_bounded() -> None:
-    group = ScopeGroup()
-    group.put("one", Candidate.of(_episode("one", "x", T0), None, None))
-    views = {
-        id(group.view(ReadContext(tenant="t", scopes=("case:a",), now=T0, limit=n), True)) for n in (1, 2)
-    }
-    # the limit is not part of the gate: both reads share one view
-    assert len(views) == 1
+def test_gate_memo_is_bounded_and_follows_writes() -> None:
+    """Verdicts kept between recalls never exceed the bound and are never served after a write."""
+    store = MemoryStore(EmbeddedBackend(gate_memo=8), audit_recalls=False)
+    store.add_many([_episode(f"e{i}", "gateway", T0 - H) for i in range(2)])
+    ctx = ReadContext(tenant="t", scopes=("case:a",), now=T0)
+    first = store.backend.gate(ctx)
+    assert store.backend.gate(ctx).verdicts is first.verdicts  # memo hit: nothing changed
+    store.add(_episode("e9", "gateway", T0 - H))
+    assert store.backend.gate(ctx).verdicts is not first.verdicts
     for i in range(10):
-        group.view(ReadContext(tenant="t", scopes=("case:a",), now=T0, environment=(f"e{i}",)), True)
-    assert len(group._views) <= 4
+        store.backend.gate(ReadContext(tenant="t", scopes=("case:a",), now=T0, environment=(f"e{i}",)))
+    assert store.backend._memo._held <= 8
 
 
 def test_reads_and_writes_from_many_threads_stay_consistent() -> None:

@@ -53,26 +53,38 @@ def test_reopen_returns_exactly_what_was_written(tmp_path: Path, tenant: str) ->
         assert store.backend.scope_parents(tenant, "case:c1") == {"domain:payments"}
 
 
-def test_second_writer_is_refused(tmp_path: Path) -> None:
+def test_two_stores_on_one_directory_see_each_others_writes(tmp_path: Path, tenant: str) -> None:
     path = tmp_path / "memdir"
-    with MemoryStore.embedded(path), pytest.raises(BackendUnavailable) as err:
-        MemoryStore.embedded(path)
-    assert err.value.code == "store_locked"
+    with MemoryStore.embedded(path) as first, MemoryStore.embedded(path) as second:
+        first.add_many(_batch(tenant, 0))
+        assert {r.id for r in second.backend.all_records(tenant)} == {f"w0-{j}" for j in range(BATCH)}
+        second.add_many(_batch(tenant, 1))
+        ctx = ReadContext(tenant=tenant, scopes=["case:c1"], now=T0.replace(day=3), limit=50)
+        assert len(first.recall(ctx, "write record").ids) == 2 * BATCH
 
 
-def test_compaction_keeps_everything(tmp_path: Path, tenant: str) -> None:
+def test_a_busy_writer_waits_then_gets_store_busy(tmp_path: Path, tenant: str) -> None:
     path = tmp_path / "memdir"
-    store = MemoryStore(EmbeddedBackend(path, compact_bytes=2048))
-    for i in range(20):
-        store.add_many(_batch(tenant, i))
-    store.close()
-    assert (path / "snapshot.json").exists()
-    with MemoryStore.embedded(path) as reopened:
-        assert len(reopened.backend.all_records(tenant)) == 20 * BATCH
+    holder = MemoryStore.embedded(path)
+    waiter = MemoryStore(EmbeddedBackend(path, busy_timeout=0.2))
+    try:
+        with holder.backend.write():
+            holder.backend.apply([])
+            t0 = time.monotonic()
+            with pytest.raises(BackendUnavailable) as err:
+                waiter.add_many(_batch(tenant, 0))
+            assert err.value.code == "store_busy"
+            assert time.monotonic() - t0 >= 0.15
+            # readers never wait for the writer
+            assert waiter.backend.all_records(tenant) == []
+        waiter.add_many(_batch(tenant, 0))
+    finally:
+        holder.close()
+        waiter.close()
 
 
-def _writer(path: Path, tenant: str, compact_bytes: int) -> None:
-    store = MemoryStore(EmbeddedBackend(path, compact_bytes=compact_bytes))
+def _writer(path: Path, tenant: str) -> None:
+    store = MemoryStore(EmbeddedBackend(path))
     i = len(store.backend.all_records(tenant)) // BATCH
     while True:
         store.add_many(_batch(tenant, i))
@@ -86,11 +98,10 @@ def test_sigkill_at_random_points_never_leaves_a_partial_write(tmp_path: Path, t
     rng = random.Random(20260101)
     kills = 0
     for attempt in range(300):
-        compact_bytes = rng.choice([1024, 8192, 1 << 30])
         pid = os.fork()
         if pid == 0:  # the writer: never returns, it is killed
             try:
-                _writer(path, tenant, compact_bytes)
+                _writer(path, tenant)
             finally:
                 os._exit(1)
         time.sleep(rng.uniform(0.002, 0.06))

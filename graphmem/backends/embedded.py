@@ -1,21 +1,26 @@
-"""The embedded backend: a networkx graph in process, optionally persisted.
+"""The embedded backend: graphmem's graph in SQLite tables, in memory or in one local file.
 
-Nodes are keyed ``("m", tenant, id)`` for memories, ``("s", tenant, key)`` for
-scopes and ``("src", tenant, id)`` for sources, so no edge can cross tenants
-without naming both tenants. Audit events live in an append-only list.
+Records, sources, scopes, edges and the audit log are rows (see
+``graphmem.backends.sqlite_engine`` for the schema); nothing is loaded whole at
+open. Every read a store operation makes and every op it applies run in one
+SQLite transaction of the calling thread (``write()`` / ``reading()``). Scope
+and lineage traversals walk the edge tables.
 """
 
 from __future__ import annotations
 
+import json
+import sqlite3
 import threading
-from collections.abc import Sequence
-from contextlib import AbstractContextManager
-from datetime import datetime
+import time
+from array import array
+from bisect import bisect_right
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-
-import networkx as nx
-from pydantic import TypeAdapter
 
 from graphmem.backends.base import (
     AddEdge,
@@ -29,447 +34,789 @@ from graphmem.backends.base import (
     ScopeWithin,
     UpdateRecord,
 )
-from graphmem.backends.journal import Journal
-from graphmem.errors import ConflictError
-from graphmem.gate import Candidate, drop_reason
-from graphmem.gated import MergeCache, ScopeGroup, Verdicts, ViewGate
-from graphmem.model import AuditEvent, DropReason, MemoryRecord, ReadContext, Source, Status, scope_type
+from graphmem.backends.sqlite_engine import DB_NAME, Engine
+from graphmem.errors import BackendUnavailable, ConflictError
+from graphmem.gate import Candidate, drop_reason, validity_window
+from graphmem.gated import Verdicts, ViewGate
+from graphmem.model import (
+    AuditEvent,
+    DropReason,
+    Kind,
+    MemoryRecord,
+    ReadContext,
+    Source,
+    Status,
+    scope_type,
+)
 
 __all__ = ["EmbeddedBackend"]
 
-_OPS: TypeAdapter[list[Op]] = TypeAdapter(list[Op])
-_COMPACT_BYTES = 64 * 1024 * 1024
-
-Node = tuple[str, str, str]
-
-
-def _mem(tenant: str, record_id: str) -> Node:
-    return ("m", tenant, record_id)
+_LEGACY_FILES = ("snapshot.json", "journal.log")
+_KINDS = {k.value: k for k in Kind}
+_STATUSES = {s.value: s for s in Status}
+_ERASED = Status.ERASED.value
 
 
-def _scope(tenant: str, key: str) -> Node:
-    return ("s", tenant, key)
+def _ts(value: datetime | None) -> str | None:
+    """A fixed-width UTC timestamp: text order is time order."""
+    if value is None:
+        return None
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
 
 
-def _src(tenant: str, source_id: str) -> Node:
-    return ("src", tenant, source_id)
+def _dt(value: str | None) -> datetime | None:
+    return None if value is None else datetime.fromisoformat(value)
+
+
+def _micros(value: datetime) -> int:
+    return int(value.timestamp() * 1_000_000)
+
+
+def _marks(n: int) -> str:
+    return ",".join("?" * n)
+
+
+_PARENTS = "SELECT parent FROM within WHERE tenant = ? AND child = ?"
+_RECORD_COLUMNS = (
+    "tenant, id, scope, kind, status, policy, content_hash, fingerprint, start, stop, recency, "
+    "sensitivity, succeeded, preconditions, superseded_at, invalidated_at, content, embedding, body"
+)
+_GATE_COLUMNS = (
+    "id, fingerprint, kind, policy, status, start, stop, recency, sensitivity, succeeded, "
+    "preconditions, superseded_at, invalidated_at, scope, content, embedding"
+)
+
+
+class _GateMemo:
+    """Recent gate verdicts, keyed by what the gate reads from a context and valid while
+    the revisions of the scopes they cover and ``now``'s place among their time boundaries
+    are unchanged. Bounded by the candidates it holds; a tenant's entries go when one of
+    its records is erased."""
+
+    def __init__(self, max_candidates: int) -> None:
+        self.max_candidates = max_candidates
+        self._lock = threading.Lock()
+        self._held = 0
+        self._entries: OrderedDict[tuple[Any, ...], tuple[tuple[int, ...], list[datetime], int, Verdicts]] = (
+            OrderedDict()
+        )
+
+    def get(self, key: tuple[Any, ...], revs: tuple[int, ...], now: datetime) -> Verdicts | None:
+        with self._lock:
+            found = self._entries.get(key)
+            if found is None:
+                return None
+            held_revs, boundaries, interval, verdicts = found
+            if held_revs != revs or bisect_right(boundaries, now) != interval:
+                return None
+            self._entries.move_to_end(key)
+            return verdicts
+
+    def put(
+        self,
+        key: tuple[Any, ...],
+        revs: tuple[int, ...],
+        boundaries: list[datetime],
+        now: datetime,
+        v: Verdicts,
+    ) -> None:
+        size = len(v.rows)
+        if size > self.max_candidates // 4:
+            return
+        with self._lock:
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self._held -= len(old[3].rows)
+            while self._entries and self._held + size > self.max_candidates:
+                _, dropped = self._entries.popitem(last=False)
+                self._held -= len(dropped[3].rows)
+            self._entries[key] = (revs, boundaries, bisect_right(boundaries, now), v)
+            self._held += size
+
+    def drop_tenant(self, tenant: str) -> None:
+        with self._lock:
+            for key in [k for k in self._entries if k[0] == tenant]:
+                self._held -= len(self._entries.pop(key)[3].rows)
 
 
 class EmbeddedBackend:
-    """In-process graph; with ``directory`` set, every batch is journalled before it is applied."""
+    """SQLite underneath: ``directory`` holds the store's database file; ``None`` keeps it in memory.
 
-    def __init__(self, directory: str | Path | None = None, *, compact_bytes: int = _COMPACT_BYTES) -> None:
-        self._compact_bytes = compact_bytes
-        self._lock = threading.RLock()
-        self.graph: nx.MultiDiGraph[Node] = nx.MultiDiGraph()
-        self._audit: dict[str, list[AuditEvent]] = {}
-        # Earliest effect time of incoming SUPERSEDES / outgoing INVALIDATED_BY edges, per
-        # record node: kept in step with the edges so a recall need not scan them.
-        self._superseded_at: dict[Node, datetime] = {}
-        self._invalidated_at: dict[Node, datetime] = {}
-        # Gate facts per record, grouped by the scope the record applies to.
-        self._by_scope: dict[Node, ScopeGroup] = {}
-        # Scopes reachable from a context's entry scopes, until a WITHIN edge is added.
-        self._reach: dict[tuple[str, tuple[str, ...], tuple[str, ...]], tuple[list[str], set[str]]] = {}
-        # Recent merges of several groups' views, for reads that reach many scopes.
-        self._merges = MergeCache()
-        # Records by (tenant, normalised content hash), for deduplication.
-        self._by_hash: dict[tuple[str, str], set[Node]] = {}
-        self._journal: Journal | None = None
-        if directory is not None:
-            self._journal = Journal(Path(directory))
-            snapshot, batches = self._journal.open()
-            if snapshot is not None:
-                self._apply(_OPS.validate_python(snapshot["ops"]))
-            for batch in batches:
-                self._apply(_OPS.validate_python(batch["ops"]))
+    ``busy_timeout`` is how long a writer waits for another process's write (then
+    ``store_busy``); ``gate_memo`` bounds the candidates whose verdicts are kept
+    between recalls.
+    """
 
-    # -- writes -----------------------------------------------------------
+    def __init__(
+        self,
+        directory: str | Path | None = None,
+        *,
+        busy_timeout: float = 5.0,
+        gate_memo: int = 200_000,
+    ) -> None:
+        self.directory = None if directory is None else Path(directory)
+        path = None
+        if self.directory is not None:
+            path = self.directory / DB_NAME
+            self._prepare_directory(self.directory, path)
+        self.engine = Engine(path, busy_timeout=busy_timeout)
+        self._memo = _GateMemo(gate_memo)
+
+    @staticmethod
+    def _prepare_directory(directory: Path, path: Path) -> None:
+        legacy = [name for name in _LEGACY_FILES if (directory / name).exists()]
+        if legacy:
+            raise BackendUnavailable(
+                f"{str(directory)!r} holds a graphmem 0.1 store ({', '.join(legacy)}); "
+                f"run `graphmem migrate {directory}` to convert it, then open it again",
+                code="store_needs_migration",
+            )
+        if not path.exists() and any(
+            (directory / (DB_NAME + suffix)).exists() for suffix in ("-wal", "-journal")
+        ):
+            raise BackendUnavailable(
+                f"the database file {str(path)!r} is missing but its log is there: the store was "
+                "damaged; restore it from a backup or an export",
+                code="store_corrupt",
+            )
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise BackendUnavailable(
+                f"cannot open the store directory {str(directory)!r}: {err.strerror}; "
+                "check the path and its permissions"
+            ) from err
+
+    # -- transactions -------------------------------------------------------
+
+    def write(self) -> AbstractContextManager[object]:
+        return self.engine.transaction(write=True)
+
+    def reading(self) -> AbstractContextManager[object]:
+        return self.engine.transaction(write=False)
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        with self.engine.transaction(write=False) as conn:
+            yield conn
+
+    # -- writes -------------------------------------------------------------
 
     def apply(self, ops: Sequence[Op]) -> None:
-        with self._lock:
-            self._check(ops)
-            self._commit(ops)
+        """Every op or none: a savepoint inside the caller's transaction (or its own)."""
+        erased: set[str] = set()
+        with self.engine.transaction(write=True) as conn:
+            conn.execute("SAVEPOINT apply")
+            try:
+                for op in ops:
+                    self._apply_one(conn, op, erased)
+            except BaseException:
+                conn.execute("ROLLBACK TO apply")
+                conn.execute("RELEASE apply")
+                raise
+            conn.execute("RELEASE apply")
+            if erased:
+                for tenant in erased:
+                    self._memo.drop_tenant(tenant)
+                self.engine.after(self._flush_erased)
+        for tenant in erased:  # a reader may have cached verdicts between the two
+            self._memo.drop_tenant(tenant)
 
-    def _check(self, ops: Sequence[Op]) -> None:
-        """Refuse the whole batch before anything is journalled or applied."""
-        created = [
-            (op.record.tenant, op.record.id) for op in ops if isinstance(op, PutRecord) and not op.replace
-        ]
-        taken = sorted(i for t, i in created if self.get(t, i) is not None)
-        if taken or len(set(created)) != len(created):
-            raise ConflictError(
-                f"record id(s) {taken[:5]!r} already exist; nothing was written", code="duplicate_id"
-            )
-
-    def _commit(self, ops: Sequence[Op]) -> None:
-        if self._journal is not None:
-            payload = {"ops": _OPS.dump_python(list(ops), mode="json")}
-            self._journal.append(payload)
-        self._apply(ops)
-        if self._journal is not None and self._journal.journal_bytes > self._compact_bytes:
-            self.compact()
-
-    def compact(self) -> None:
-        """Rewrite the store's files as one snapshot of the current state."""
-        if self._journal is not None:
-            self._journal.compact({"ops": _OPS.dump_python(self._state_ops(), mode="json")})
-
-    def _apply(self, ops: Sequence[Op]) -> None:
-        for op in ops:
-            if isinstance(op, PutRecord | UpdateRecord):
-                self._put_record(op.record)
-            elif isinstance(op, ScopeWithin):
-                self._reach.clear()
-                self._edge(_scope(op.tenant, op.child), _scope(op.tenant, op.parent), "WITHIN", {})
-            elif isinstance(op, RelateScopes):
-                self._edge(_scope(op.tenant, op.a), _scope(op.tenant, op.b), "RELATED", {"type": op.rel_type})
-            elif isinstance(op, AddEdge):
-                dst = _src(op.tenant, op.dst) if op.dst_is_source else _mem(op.tenant, op.dst)
-                attrs: dict[str, Any] = {"at": op.at, "reason": op.reason}
-                src = _mem(op.tenant, op.src)
-                self._edge(src, dst, op.label, attrs)
-                target, index = (
-                    (dst, self._superseded_at) if op.label == "SUPERSEDES" else (src, self._invalidated_at)
+    def _flush_erased(self) -> None:
+        """Erased text leaves the WAL: every frame checkpointed, the log truncated."""
+        deadline = time.monotonic() + 3 * self.engine.busy_timeout
+        while not self.engine.checkpoint():
+            if time.monotonic() > deadline:
+                raise BackendUnavailable(
+                    "the erase is committed, but readers held the write-ahead log past "
+                    f"{3 * self.engine.busy_timeout:g} s, so erased text may still be in it; run "
+                    "`graphmem check` after they finish, or forget again",
+                    code="store_busy",
                 )
-                index[target] = min(op.at, index.get(target, op.at))
-                if target[0] == "m":
-                    self._refresh(target)
-            elif isinstance(op, AppendAudit):
-                self._audit.setdefault(op.event.tenant, []).append(op.event)
+            time.sleep(0.01)
 
-    def _node(self, node: Node) -> None:
-        if node not in self.graph:
-            self.graph.add_node(node)
-
-    def _edge(self, a: Node, b: Node, label: str, attrs: dict[str, Any]) -> None:
-        self._node(a)
-        self._node(b)
-        key = f"RELATED:{attrs['type']}" if label == "RELATED" else label
-        self.graph.add_edge(a, b, key=key, label=label, **attrs)
-
-    def _refresh(self, node: Node) -> None:
-        data = self.graph.nodes[node]
-        if "record" in data:
-            record: MemoryRecord = data["record"]
-            group = self._by_scope.setdefault(_scope(record.tenant, record.scope), ScopeGroup())
-            group.put(
-                node, Candidate.of(record, self._superseded_at.get(node), self._invalidated_at.get(node))
+    def _apply_one(self, conn: sqlite3.Connection, op: Op, erased: set[str]) -> None:
+        if isinstance(op, PutRecord | UpdateRecord):
+            record = op.record
+            replace = isinstance(op, UpdateRecord) or op.replace
+            self._put_record(conn, record, replace)
+            if record.status is Status.ERASED or any(s.status == "erased" for s in record.sources):
+                erased.add(record.tenant)
+        elif isinstance(op, ScopeWithin):
+            self._scope(conn, op.tenant, op.child, op.parent)
+            conn.execute(
+                "INSERT OR IGNORE INTO within (tenant, child, parent, seq) "
+                "VALUES (?, ?, ?, (SELECT coalesce(max(seq), 0) + 1 FROM within))",
+                (op.tenant, op.child, op.parent),
             )
+        elif isinstance(op, RelateScopes):
+            self._scope(conn, op.tenant, op.a, op.b)
+            conn.execute(
+                "INSERT OR IGNORE INTO related (tenant, a, type, b, seq) "
+                "VALUES (?, ?, ?, ?, (SELECT coalesce(max(seq), 0) + 1 FROM related))",
+                (op.tenant, op.a, op.rel_type, op.b),
+            )
+        elif isinstance(op, AddEdge):
+            self._add_edge(conn, op)
+        elif isinstance(op, AppendAudit):
+            self._append_audit(conn, op.event)
 
-    def _put_record(self, record: MemoryRecord) -> None:
-        node = _mem(record.tenant, record.id)
-        if node in self.graph and "record" in self.graph.nodes[node]:
-            old: MemoryRecord = self.graph.nodes[node]["record"]
-            if old.scope != record.scope:
-                old_scope = _scope(record.tenant, old.scope)
-                self.graph.remove_edge(node, old_scope, key="APPLIES_TO")
-                self._by_scope[old_scope].pop(node)
-            self._by_hash.get((old.tenant, old.content_hash), set()).discard(node)
-        self._node(node)
-        self.graph.nodes[node]["record"] = record
-        self._by_hash.setdefault((record.tenant, record.content_hash), set()).add(node)
-        self._edge(node, _scope(record.tenant, record.scope), "APPLIES_TO", {})
-        for source in record.sources:
-            src = _src(record.tenant, source.id)
-            self._node(src)
+    @staticmethod
+    def _scope(conn: sqlite3.Connection, tenant: str, *keys: str) -> None:
+        conn.executemany(
+            "INSERT OR IGNORE INTO scopes (tenant, key) VALUES (?, ?)", [(tenant, k) for k in keys]
+        )
+
+    def _put_record(self, conn: sqlite3.Connection, record: MemoryRecord, replace: bool) -> None:
+        start, stop = validity_window(record)
+        recency = (record.valid_from or record.event_time or record.created_at).timestamp()
+        t, rid = record.tenant, record.id
+        row = (
+            t,
+            rid,
+            record.scope,
+            record.kind.value,
+            record.status.value,
+            record.policy,
+            record.content_hash,
+            record.fingerprint(),
+            _ts(start),
+            _ts(stop),
+            recency,
+            record.sensitivity.rank,
+            int(record.succeeded),
+            json.dumps(sorted(set(record.preconditions))),
+            record.content,
+            None if record.embedding is None else array("d", record.embedding).tobytes(),
+            record.model_dump_json(),
+        )
+        if replace:
+            conn.execute(
+                "INSERT INTO records (tenant, id, scope, kind, status, policy, content_hash, fingerprint, "
+                "start, stop, recency, sensitivity, succeeded, preconditions, content, embedding, body) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (tenant, id) DO UPDATE SET scope = excluded.scope, kind = excluded.kind, "
+                "status = excluded.status, policy = excluded.policy, content_hash = excluded.content_hash, "
+                "fingerprint = excluded.fingerprint, start = excluded.start, stop = excluded.stop, "
+                "recency = excluded.recency, sensitivity = excluded.sensitivity, "
+                "succeeded = excluded.succeeded, preconditions = excluded.preconditions, "
+                "content = excluded.content, embedding = excluded.embedding, body = excluded.body",
+                row,
+            )
+            conn.execute("DELETE FROM tags WHERE tenant = ? AND id = ?", (t, rid))
+        else:
+            try:
+                conn.execute(
+                    "INSERT INTO records (tenant, id, scope, kind, status, policy, content_hash, "
+                    "fingerprint, start, stop, recency, sensitivity, succeeded, preconditions, content, "
+                    "embedding, body, superseded_at, invalidated_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                    "(SELECT min(at) FROM lineage WHERE tenant = ?1 AND dst = ?2 AND label = 'SUPERSEDES' "
+                    "AND dst_is_source = 0), "
+                    "(SELECT min(at) FROM lineage WHERE tenant = ?1 AND src = ?2 "
+                    "AND label = 'INVALIDATED_BY'))",
+                    row,
+                )
+            except sqlite3.IntegrityError:
+                raise ConflictError(
+                    f"record id {rid!r} already exists in tenant {t!r}; nothing was written",
+                    code="duplicate_id",
+                ) from None
+        self._scope(conn, t, record.scope)
+        if record.tags:
+            conn.executemany(
+                "INSERT OR IGNORE INTO tags (tenant, tag, id) VALUES (?, ?, ?)",
+                [(t, tag, rid) for tag in record.tags],
+            )
+        if record.sources:
             # Quotes live only in the records that carry them, so erasing a record erases its quotes.
-            self.graph.nodes[src]["source"] = source.model_copy(update={"quote": None})
-            self._edge(node, src, "CITES", {})
-        for parent in record.derived_from:
-            self._edge(node, _mem(record.tenant, parent), "DERIVED_FROM", {})
-        self._refresh(node)
+            conn.executemany(
+                "INSERT INTO sources (tenant, id, body) VALUES (?, ?, ?) "
+                "ON CONFLICT (tenant, id) DO UPDATE SET body = excluded.body",
+                [(t, s.id, s.model_copy(update={"quote": None}).model_dump_json()) for s in record.sources],
+            )
+            conn.executemany(
+                "INSERT OR IGNORE INTO cites (tenant, source, record) VALUES (?, ?, ?)",
+                [(t, s.id, rid) for s in record.sources],
+            )
+        if record.derived_from:
+            conn.executemany(
+                "INSERT OR IGNORE INTO derived (tenant, child, parent) VALUES (?, ?, ?)",
+                [(t, rid, p) for p in record.derived_from],
+            )
 
-    def _state_ops(self, tenant: str | None = None) -> list[Op]:
-        """Ops that rebuild the state (of one tenant), in a canonical order."""
-        records: list[Op] = []
-        for node, data in self.graph.nodes(data=True):
-            if node[0] == "m" and "record" in data and tenant in (None, node[1]):
-                records.append(PutRecord(record=data["record"]))
-        records.sort(key=lambda op: (op.record.tenant, op.record.id) if isinstance(op, PutRecord) else ())
-        edges: list[Op] = []
-        for a, b, data in self.graph.edges(data=True):
-            if tenant not in (None, a[1]):
-                continue
-            if a[0] == "s" and data["label"] == "WITHIN":
-                edges.append(ScopeWithin(tenant=a[1], child=a[2], parent=b[2]))
-            elif a[0] == "s" and data["label"] == "RELATED":
-                edges.append(RelateScopes(tenant=a[1], a=a[2], rel_type=data["type"], b=b[2]))
-            elif data["label"] in {"SUPERSEDES", "INVALIDATED_BY"}:
-                edges.append(
-                    AddEdge(
-                        tenant=a[1],
-                        label=data["label"],
-                        src=a[2],
-                        dst=b[2],
-                        dst_is_source=b[0] == "src",
-                        at=data["at"],
-                        reason=data["reason"],
-                    )
-                )
-        edges.sort(key=lambda op: op.model_dump_json())
-        audit: list[Op] = [
-            AppendAudit(event=e)
-            for t, events in self._audit.items()
-            if tenant in (None, t)
-            for e in sorted(events, key=lambda e: e.at)
-        ]
-        return [*records, *edges, *audit]
+    @staticmethod
+    def _add_edge(conn: sqlite3.Connection, op: AddEdge) -> None:
+        at = _ts(op.at)
+        conn.execute(
+            "INSERT INTO lineage (tenant, label, src, dst, dst_is_source, at, reason, seq) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(seq), 0) + 1 FROM lineage)) "
+            "ON CONFLICT (tenant, src, label, dst, dst_is_source) DO UPDATE SET at = excluded.at, "
+            "reason = excluded.reason",
+            (op.tenant, op.label, op.src, op.dst, int(op.dst_is_source), at, op.reason),
+        )
+        if op.label == "SUPERSEDES":
+            conn.execute(
+                "UPDATE records SET superseded_at = ? WHERE tenant = ? AND id = ? "
+                "AND (superseded_at IS NULL OR superseded_at > ?)",
+                (at, op.tenant, op.dst, at),
+            )
+        else:
+            conn.execute(
+                "UPDATE records SET invalidated_at = ? WHERE tenant = ? AND id = ? "
+                "AND (invalidated_at IS NULL OR invalidated_at > ?)",
+                (at, op.tenant, op.src, at),
+            )
 
-    def export_ops(self, tenant: str) -> list[Op]:
-        return self._state_ops(tenant)
+    @staticmethod
+    def _append_audit(conn: sqlite3.Connection, event: AuditEvent) -> None:
+        cur = conn.execute(
+            "INSERT INTO audit (tenant, at_us, body) VALUES (?, ?, ?)",
+            (event.tenant, _micros(event.at), event.model_dump_json()),
+        )
+        if event.record_ids:
+            conn.executemany(
+                "INSERT OR IGNORE INTO audit_records (tenant, record, seq) VALUES (?, ?, ?)",
+                [(event.tenant, rid, cur.lastrowid) for rid in event.record_ids],
+            )
 
-    # -- reads ------------------------------------------------------------
+    # -- records ------------------------------------------------------------
+
+    @staticmethod
+    def _records_of(rows: Iterable[tuple[str]]) -> list[MemoryRecord]:
+        return [MemoryRecord.model_validate_json(body) for (body,) in rows]
 
     def get(self, tenant: str, record_id: str) -> MemoryRecord | None:
-        data = self.graph.nodes.get(_mem(tenant, record_id))
-        return None if data is None or "record" not in data else data["record"]
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT body FROM records WHERE tenant = ? AND id = ?", (tenant, record_id)
+            ).fetchone()
+        return None if row is None else MemoryRecord.model_validate_json(row[0])
+
+    def get_many(self, tenant: str, record_ids: Sequence[str]) -> list[MemoryRecord]:
+        found = self._by_ids(tenant, record_ids)
+        return [found[i] for i in record_ids if i in found]
+
+    def _by_ids(self, tenant: str, record_ids: Sequence[str]) -> dict[str, MemoryRecord]:
+        found: dict[str, MemoryRecord] = {}
+        ids = list(dict.fromkeys(record_ids))
+        with self._read() as conn:
+            for at in range(0, len(ids), 500):
+                chunk = ids[at : at + 500]
+                for record in self._records_of(
+                    conn.execute(
+                        f"SELECT body FROM records WHERE tenant = ? AND id IN ({_marks(len(chunk))})",
+                        (tenant, *chunk),
+                    )
+                ):
+                    found[record.id] = record
+        return found
 
     def existing_ids(self, tenant: str, record_ids: Sequence[str]) -> set[str]:
-        return {i for i in record_ids if self.get(tenant, i) is not None}
+        ids = list(dict.fromkeys(record_ids))
+        out: set[str] = set()
+        with self._read() as conn:
+            for at in range(0, len(ids), 500):
+                chunk = ids[at : at + 500]
+                out.update(
+                    r[0]
+                    for r in conn.execute(
+                        f"SELECT id FROM records WHERE tenant = ? AND id IN ({_marks(len(chunk))})",
+                        (tenant, *chunk),
+                    )
+                )
+        return out
+
+    def _select(self, sql: str, params: Sequence[Any]) -> list[MemoryRecord]:
+        with self._read() as conn:
+            return self._records_of(conn.execute(sql, params))
+
+    def all_records(self, tenant: str) -> list[MemoryRecord]:
+        return self._select("SELECT body FROM records WHERE tenant = ? ORDER BY id", (tenant,))
+
+    def records_with_status(self, tenant: str, statuses: Sequence[Status]) -> list[MemoryRecord]:
+        wanted = sorted({s.value for s in statuses})
+        return self._select(
+            f"SELECT body FROM records WHERE tenant = ? AND status IN ({_marks(len(wanted))}) ORDER BY id",
+            (tenant, *wanted),
+        )
+
+    def by_content_hash(self, tenant: str, content_hash: str) -> list[MemoryRecord]:
+        return self._select(
+            "SELECT body FROM records WHERE tenant = ? AND content_hash = ? ORDER BY id",
+            (tenant, content_hash),
+        )
+
+    def with_tag(self, tenant: str, tag: str) -> list[MemoryRecord]:
+        return self._select(
+            "SELECT r.body FROM tags t JOIN records r ON r.tenant = t.tenant AND r.id = t.id "
+            "WHERE t.tenant = ? AND t.tag = ? ORDER BY r.id",
+            (tenant, tag),
+        )
+
+    def records_applying(self, tenant: str, scopes: Sequence[str]) -> list[MemoryRecord]:
+        keys = list(dict.fromkeys(scopes))
+        out: list[MemoryRecord] = []
+        for at in range(0, len(keys), 500):
+            chunk = keys[at : at + 500]
+            out += self._select(
+                f"SELECT body FROM records WHERE tenant = ? AND scope IN ({_marks(len(chunk))}) ORDER BY id",
+                (tenant, *chunk),
+            )
+        return out
+
+    def citing(self, tenant: str, source_id: str) -> list[MemoryRecord]:
+        return self._select(
+            "SELECT r.body FROM cites c JOIN records r ON r.tenant = c.tenant AND r.id = c.record "
+            "WHERE c.tenant = ? AND c.source = ? ORDER BY r.id",
+            (tenant, source_id),
+        )
+
+    def citing_ids(self, tenant: str, source_id: str) -> list[str]:
+        with self._read() as conn:
+            return [
+                r[0]
+                for r in conn.execute(
+                    "SELECT c.record FROM cites c JOIN records r ON r.tenant = c.tenant AND r.id = c.record "
+                    "WHERE c.tenant = ? AND c.source = ? ORDER BY c.record",
+                    (tenant, source_id),
+                )
+            ]
 
     def source(self, tenant: str, source_id: str) -> Source | None:
-        data = self.graph.nodes.get(_src(tenant, source_id))
-        return None if data is None else data.get("source")
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT body FROM sources WHERE tenant = ? AND id = ?", (tenant, source_id)
+            ).fetchone()
+        return None if row is None else Source.model_validate_json(row[0])
 
     def source_exists(self, tenant: str, source_id: str) -> bool:
         return self.source(tenant, source_id) is not None
 
+    # -- scopes -------------------------------------------------------------
+
+    def scope_exists(self, tenant: str, scope: str) -> bool:
+        with self._read() as conn:
+            return (
+                conn.execute("SELECT 1 FROM scopes WHERE tenant = ? AND key = ?", (tenant, scope)).fetchone()
+                is not None
+            )
+
     def scope_parents(self, tenant: str, scope: str) -> set[str]:
-        node = _scope(tenant, scope)
-        if node not in self.graph:
-            return set()
-        return {b[2] for _, b, label in self.graph.out_edges(node, data="label") if label == "WITHIN"}
+        with self._read() as conn:
+            return {r[0] for r in conn.execute(_PARENTS, (tenant, scope))}
 
     def scope_ancestors(self, tenant: str, scopes: Sequence[str]) -> set[str]:
-        seen = set(scopes)
-        stack = list(scopes)
-        while stack:
-            for parent in self.scope_parents(tenant, stack.pop()):
-                if parent not in seen:
-                    seen.add(parent)
-                    stack.append(parent)
+        return self._walk(tenant, scopes, _PARENTS)
+
+    def scope_descendants(self, tenant: str, scope: str) -> set[str]:
+        return self._walk(tenant, [scope], "SELECT child FROM within WHERE tenant = ? AND parent = ?")
+
+    def _walk(self, tenant: str, start: Sequence[str], step: str) -> set[str]:
+        seen = set(start)
+        stack = list(seen)
+        with self._read() as conn:
+            while stack:
+                for (other,) in conn.execute(step, (tenant, stack.pop())):
+                    if other not in seen:
+                        seen.add(other)
+                        stack.append(other)
         return seen
 
-    def _matching_scopes(self, ctx: ReadContext) -> tuple[list[str], set[str]]:
-        """(every scope reachable upward from the context, sorted; the subset a record may apply to)."""
-        key = (ctx.tenant, ctx.entry_scopes, ctx.own_runs)
-        found = self._reach.get(key)
-        if found is None:
-            if len(self._reach) >= 1024:
-                self._reach.clear()
-            reachable = sorted(self.scope_ancestors(ctx.tenant, ctx.entry_scopes))
-            own = set(ctx.own_runs)
-            found = self._reach[key] = (
-                reachable,
-                {s for s in reachable if scope_type(s) != "run" or s in own},
-            )
-        return found
+    def related_scopes(self, tenant: str, anchor: str, via: Sequence[str], hops: int) -> set[str]:
+        wanted = sorted(set(via))
+        if not wanted:
+            return {anchor}
+        frontier, seen = {anchor}, {anchor}
+        types = _marks(len(wanted))
+        with self._read() as conn:
+            for _ in range(hops):
+                step: set[str] = set()
+                for key in frontier:
+                    step.update(
+                        r[0]
+                        for r in conn.execute(
+                            f"SELECT b FROM related WHERE tenant = ? AND a = ? AND type IN ({types}) "
+                            f"UNION SELECT a FROM related WHERE tenant = ? AND b = ? AND type IN ({types})",
+                            (tenant, key, *wanted, tenant, key, *wanted),
+                        )
+                    )
+                frontier = step - seen
+                seen |= frontier
+                if not frontier:
+                    break
+        return seen
 
-    def candidates(self, ctx: ReadContext) -> list[tuple[Candidate, bool]]:
-        reachable, matching = self._matching_scopes(ctx)
-        out: list[tuple[Candidate, bool]] = []
-        for scope in reachable:
-            group = self._by_scope.get(_scope(ctx.tenant, scope))
-            if group:
-                in_scope = scope in matching
-                out.extend((c, in_scope) for c in group.members.values())
-        return out
+    # -- the gate -----------------------------------------------------------
+
+    def _reach(
+        self, conn: sqlite3.Connection, ctx: ReadContext
+    ) -> tuple[list[str], set[str], tuple[int, ...]]:
+        """(every scope reachable upward from the context, by key; those a record may apply
+        to; their revisions)."""
+        reached = sorted(self._walk(ctx.tenant, ctx.entry_scopes, _PARENTS))
+        own = set(ctx.own_runs)
+        matching = {s for s in reached if scope_type(s) != "run" or s in own}
+        revs: dict[str, int] = {}
+        for at in range(0, len(reached), 500):
+            chunk = reached[at : at + 500]
+            revs.update(
+                conn.execute(
+                    f"SELECT key, rev FROM scopes WHERE tenant = ? AND key IN ({_marks(len(chunk))})",
+                    (ctx.tenant, *chunk),
+                ).fetchall()
+            )
+        return reached, matching, tuple(revs.get(s, 0) for s in reached)
 
     def gate(self, ctx: ReadContext) -> ViewGate:
-        with self._lock:
-            reachable, matching = self._matching_scopes(ctx)
-            views = []
-            for scope in reachable:
-                group = self._by_scope.get(_scope(ctx.tenant, scope))
-                if group and group.members:
-                    views.append(group.view(ctx, scope in matching))
-            if len(views) == 1:
-                return ViewGate(views[0])
-            return ViewGate(self._merges.get(views) if views else Verdicts())
+        with self._read() as conn:
+            reached, matching, revs = self._reach(conn, ctx)
+            key = (
+                ctx.tenant,
+                tuple(reached),
+                ctx.own_runs,
+                ctx.policy,
+                ctx.kinds,
+                ctx.clearance,
+                ctx.environment,
+            )
+            found = self._memo.get(key, revs, ctx.now)
+            if found is not None:
+                return ViewGate(found)
+            verdicts: list[tuple[str, str, DropReason | None]] = []
+            survivors: list[tuple[str, str, float, tuple[float, ...] | None]] = []
+            times: set[datetime] = set()
+            for at in range(0, len(reached), 500):
+                chunk = reached[at : at + 500]
+                rows = conn.execute(
+                    f"SELECT {_GATE_COLUMNS} FROM records "
+                    f"WHERE tenant = ? AND scope IN ({_marks(len(chunk))})",
+                    (ctx.tenant, *chunk),
+                )
+                for row in rows:
+                    cand = self._candidate(ctx.tenant, row)
+                    times.update(
+                        t
+                        for t in (cand.start, cand.end, cand.superseded_at, cand.invalidated_at)
+                        if t is not None
+                    )
+                    reason = drop_reason(cand, ctx, row[13] in matching)
+                    verdicts.append((cand.id, cand.fingerprint, reason))
+                    if reason is None:
+                        emb = row[15]
+                        survivors.append(
+                            (cand.id, row[14], cand.recency, None if emb is None else tuple(array("d", emb)))
+                        )
+        made = Verdicts.of_rows(verdicts, survivors)
+        self._memo.put(key, revs, sorted(times), ctx.now, made)
+        return ViewGate(made)
+
+    @staticmethod
+    def _candidate(tenant: str, row: sqlite3.Row | tuple[Any, ...]) -> Candidate:
+        (rid, fingerprint, kind, policy, status, start, stop, recency, sens, ok, pre, sup, inv, *_) = row
+        return Candidate(
+            None,
+            _dt(sup),
+            _dt(inv),
+            fingerprint,
+            _dt(start),
+            _dt(stop),
+            recency,
+            sens,
+            rid,
+            _KINDS[kind],
+            tenant,
+            policy,
+            _STATUSES[status],
+            bool(ok),
+            frozenset(json.loads(pre)) if pre != "[]" else frozenset(),
+        )
+
+    def candidates(self, ctx: ReadContext) -> list[tuple[Candidate, bool]]:
+        """Every candidate of ``ctx`` built from its whole record, with whether it is in scope:
+        the reference gate's input (tests hold ``gate`` to it)."""
+        with self._read() as conn:
+            reached, matching, _ = self._reach(conn, ctx)
+            out: list[tuple[Candidate, bool]] = []
+            for record in self.records_applying(ctx.tenant, reached):
+                sup, inv = conn.execute(
+                    "SELECT superseded_at, invalidated_at FROM records WHERE tenant = ? AND id = ?",
+                    (ctx.tenant, record.id),
+                ).fetchone()
+                out.append((Candidate.of(record, _dt(sup), _dt(inv)), record.scope in matching))
+        return out
 
     def gate_one(self, ctx: ReadContext, record_id: str) -> tuple[str, DropReason | None] | None:
-        record = self.get(ctx.tenant, record_id)
-        if record is None:
-            return None
-        _, matching = self._matching_scopes(ctx)
-        cand = self._by_scope[_scope(ctx.tenant, record.scope)].members[_mem(ctx.tenant, record_id)]
-        return cand.fingerprint, drop_reason(cand, ctx, record.scope in matching)
-
-    def get_many(self, tenant: str, record_ids: Sequence[str]) -> list[MemoryRecord]:
-        return [r for r in (self.get(tenant, i) for i in record_ids) if r is not None]
+        with self._read() as conn:
+            row = conn.execute(
+                f"SELECT {_GATE_COLUMNS} FROM records WHERE tenant = ? AND id = ?", (ctx.tenant, record_id)
+            ).fetchone()
+            if row is None:
+                return None
+            _, matching, _ = self._reach(conn, ctx)
+        cand = self._candidate(ctx.tenant, row)
+        return cand.fingerprint, drop_reason(cand, ctx, row[13] in matching)
 
     def recalled(
         self, tenant: str, record_ids: Sequence[str], audit: AuditEvent | None
     ) -> list[MemoryRecord]:
+        records = self.get_many(tenant, record_ids)
         if audit is not None:
-            self.apply([AppendAudit(event=audit)])
-        return self.get_many(tenant, record_ids)
+            # Appended once the read snapshot ends: a recall never waits on the writer lock while
+            # it holds a snapshot.
+            self.engine.after(lambda: self.apply([AppendAudit(event=audit)]))
+        return records
 
-    def _records(self, tenant: str) -> list[MemoryRecord]:
-        groups = (g for (_, t, _), g in self._by_scope.items() if t == tenant)
-        return [c.record for group in groups for c in group.members.values()]
-
-    def records_with_status(self, tenant: str, statuses: Sequence[Status]) -> list[MemoryRecord]:
-        wanted = set(statuses)
-        return sorted((r for r in self._records(tenant) if r.status in wanted), key=lambda r: r.id)
-
-    def by_content_hash(self, tenant: str, content_hash: str) -> list[MemoryRecord]:
-        nodes = self._by_hash.get((tenant, content_hash), set())
-        return sorted((self.graph.nodes[n]["record"] for n in nodes), key=lambda r: r.id)
-
-    def with_tag(self, tenant: str, tag: str) -> list[MemoryRecord]:
-        return sorted((r for r in self._records(tenant) if tag in r.tags), key=lambda r: r.id)
-
-    def scope_exists(self, tenant: str, scope: str) -> bool:
-        return _scope(tenant, scope) in self.graph
-
-    def scope_descendants(self, tenant: str, scope: str) -> set[str]:
-        seen = {scope}
-        stack = [_scope(tenant, scope)]
-        while stack:
-            node = stack.pop()
-            if node not in self.graph:
-                continue
-            for child, edges in self.graph.pred[node].items():
-                if child[0] == "s" and "WITHIN" in edges and child[2] not in seen:
-                    seen.add(child[2])
-                    stack.append(child)
-        return seen
-
-    def records_applying(self, tenant: str, scopes: Sequence[str]) -> list[MemoryRecord]:
-        out: list[MemoryRecord] = []
-        for scope in scopes:
-            group = self._by_scope.get(_scope(tenant, scope))
-            if group is not None:
-                out.extend(c.record for c in group.members.values())
-        return out
-
-    def citing(self, tenant: str, source_id: str) -> list[MemoryRecord]:
-        return [self.graph.nodes[_mem(tenant, i)]["record"] for i in self.citing_ids(tenant, source_id)]
-
-    def citing_ids(self, tenant: str, source_id: str) -> list[str]:
-        node = _src(tenant, source_id)
-        if node not in self.graph:
-            return []
-        return [m[2] for m, edges in self.graph.pred[node].items() if m[0] == "m" and "CITES" in edges]
-
-    def _parents(self, node: Node) -> list[Node]:
-        return [p for p, edges in self.graph.succ[node].items() if p[0] == "m" and "DERIVED_FROM" in edges]
-
-    def _children(self, node: Node) -> list[Node]:
-        return [c for c, edges in self.graph.pred[node].items() if c[0] == "m" and "DERIVED_FROM" in edges]
+    # -- lineage ------------------------------------------------------------
 
     def downstream(self, tenant: str, record_ids: Sequence[str]) -> list[Dependent]:
-        start = [_mem(tenant, i) for i in record_ids]
-        seen = set(start)
-        order: list[Node] = []
-        stack = [n for n in start if n in self.graph]
-        while stack:
-            for child in self._children(stack.pop()):
-                if child not in seen:
-                    seen.add(child)
-                    order.append(child)
-                    stack.append(child)
-        return self._dependents(order)
+        with self._read():
+            seen = set(record_ids)
+            order: list[str] = []
+            stack = list(self.existing_ids(tenant, record_ids))
+            with self._read() as conn:
+                while stack:
+                    for (child,) in conn.execute(
+                        "SELECT d.child FROM derived d JOIN records r "
+                        "ON r.tenant = d.tenant AND r.id = d.child WHERE d.tenant = ? AND d.parent = ?",
+                        (tenant, stack.pop()),
+                    ):
+                        if child not in seen:
+                            seen.add(child)
+                            order.append(child)
+                            stack.append(child)
+            return self._dependents(tenant, order)
 
     def support_of(self, tenant: str, record_ids: Sequence[str]) -> list[Dependent]:
-        return self._dependents([n for n in (_mem(tenant, i) for i in record_ids) if self.get(n[1], n[2])])
+        with self._read():
+            present = self.existing_ids(tenant, record_ids)
+            return self._dependents(tenant, [i for i in dict.fromkeys(record_ids) if i in present])
 
-    def _dependents(self, nodes: Sequence[Node]) -> list[Dependent]:
+    def _dependents(self, tenant: str, ids: Sequence[str]) -> list[Dependent]:
+        records = self._by_ids(tenant, ids)
         out: list[Dependent] = []
-        for node in nodes:
-            parents = tuple(
-                ParentState(
-                    p[2],
-                    self.graph.nodes[p]["record"].status,
-                    self._superseded_at.get(p),
-                    self._invalidated_at.get(p),
+        with self._read() as conn:
+            for rid in ids:
+                parents = tuple(
+                    ParentState(pid, _STATUSES[status], _dt(sup), _dt(inv))
+                    for pid, status, sup, inv in conn.execute(
+                        "SELECT r.id, r.status, r.superseded_at, r.invalidated_at FROM derived d "
+                        "JOIN records r ON r.tenant = d.tenant AND r.id = d.parent "
+                        "WHERE d.tenant = ? AND d.child = ? ORDER BY r.id",
+                        (tenant, rid),
+                    )
                 )
-                for p in self._parents(node)
-            )
-            out.append(Dependent(self.graph.nodes[node]["record"], parents))
+                out.append(Dependent(records[rid], parents))
         return out
-
-    def related_scopes(self, tenant: str, anchor: str, via: Sequence[str], hops: int) -> set[str]:
-        wanted = set(via)
-        frontier = {_scope(tenant, anchor)}
-        seen = set(frontier)
-        for _ in range(hops):
-            step: set[Node] = set()
-            for node in frontier:
-                if node not in self.graph:
-                    continue
-                for other, edges in (*self.graph.succ[node].items(), *self.graph.pred[node].items()):
-                    if other[0] == "s" and any(
-                        a["label"] == "RELATED" and a["type"] in wanted for a in edges.values()
-                    ):
-                        step.add(other)
-            frontier = step - seen
-            seen |= frontier
-        return {n[2] for n in seen}
 
     def trace(
         self, tenant: str, record_id: str, depth: int
     ) -> tuple[list[MemoryRecord], list[Source], list[LineageEdgeRow]]:
-        root = _mem(tenant, record_id)
-        if self.get(tenant, record_id) is None:
-            return [], [], []
-        upstream = {root}
-        frontier = [root]
-        for _ in range(depth):
-            frontier = [p for n in frontier for p in self._parents(n) if p not in upstream]
-            upstream.update(frontier)
-            if not frontier:
-                break
-        memories: set[Node] = set(upstream)
-        sources: set[Node] = set()
-        edges: list[LineageEdgeRow] = []
-        for node in upstream:
-            for other, attrs_by_key in self.graph.succ[node].items():
-                for attrs in attrs_by_key.values():
-                    label = attrs["label"]
-                    if label in {"DERIVED_FROM", "CITES", "SUPERSEDES", "INVALIDATED_BY"}:
-                        if label == "DERIVED_FROM" and other not in upstream:
-                            continue
-                        edges.append(
-                            LineageEdgeRow(node[2], other[2], label, attrs.get("at"), attrs.get("reason"))
+        with self._read() as conn:
+            if not self.existing_ids(tenant, [record_id]):
+                return [], [], []
+            upstream = {record_id}
+            frontier = [record_id]
+            for _ in range(depth):
+                step: list[str] = []
+                for node in frontier:
+                    step.extend(
+                        p
+                        for (p,) in conn.execute(
+                            "SELECT parent FROM derived WHERE tenant = ? AND child = ?", (tenant, node)
                         )
-                        (sources if other[0] == "src" else memories).add(other)
-            for other, attrs_by_key in self.graph.pred[node].items():
-                attrs = attrs_by_key.get("SUPERSEDES")
-                if attrs is not None:
-                    edges.append(
-                        LineageEdgeRow(other[2], node[2], "SUPERSEDES", attrs["at"], attrs["reason"])
+                        if p not in upstream
                     )
-                    memories.add(other)
+                frontier = list(dict.fromkeys(step))
+                upstream.update(frontier)
+                if not frontier:
+                    break
+            memories = set(upstream)
+            sources: set[str] = set()
+            edges: set[LineageEdgeRow] = set()
+            for node in upstream:
+                for (parent,) in conn.execute(
+                    "SELECT parent FROM derived WHERE tenant = ? AND child = ?", (tenant, node)
+                ):
+                    if parent in upstream:
+                        edges.add(LineageEdgeRow(node, parent, "DERIVED_FROM", None, None))
+                for (source,) in conn.execute(
+                    "SELECT source FROM cites WHERE tenant = ? AND record = ?", (tenant, node)
+                ):
+                    edges.add(LineageEdgeRow(node, source, "CITES", None, None))
+                    sources.add(source)
+                for label, src, dst, is_source, at, reason in conn.execute(
+                    "SELECT label, src, dst, dst_is_source, at, reason FROM lineage "
+                    "WHERE tenant = ? AND src = ? "
+                    "UNION ALL SELECT label, src, dst, dst_is_source, at, reason FROM lineage "
+                    "WHERE tenant = ? AND dst = ? AND label = 'SUPERSEDES' AND dst_is_source = 0",
+                    (tenant, node, tenant, node),
+                ):
+                    edges.add(LineageEdgeRow(src, dst, label, _dt(at), reason))
+                    other = dst if src == node else src
+                    (sources if is_source else memories).add(other)
+            found = self._by_ids(tenant, sorted(memories))
+            held_sources: list[Source] = []
+            for sid in sorted(sources):
+                source = self.source(tenant, sid)
+                if source is not None:
+                    held_sources.append(source)
         return (
-            [self.graph.nodes[n]["record"] for n in sorted(memories)],
-            [self.graph.nodes[n]["source"] for n in sorted(sources)],
-            sorted(set(edges), key=lambda e: (e.src, e.type, e.dst)),
+            [found[i] for i in sorted(found)],
+            held_sources,
+            sorted(edges, key=lambda e: (e.src, e.type, e.dst)),
         )
 
-    def all_records(self, tenant: str) -> list[MemoryRecord]:
-        # By id, like the Neo4j backend; only this tenant's scope groups are visited.
-        return sorted(self._records(tenant), key=lambda r: r.id)
+    # -- export and audit ---------------------------------------------------
+
+    def export_ops(self, tenant: str) -> list[Op]:
+        with self._read() as conn:
+            records: list[Op] = [PutRecord(record=r) for r in self.all_records(tenant)]
+            edges: list[Op] = [
+                ScopeWithin(tenant=tenant, child=c, parent=p)
+                for c, p in conn.execute("SELECT child, parent FROM within WHERE tenant = ?", (tenant,))
+            ]
+            edges += [
+                RelateScopes(tenant=tenant, a=a, rel_type=t, b=b)
+                for a, t, b in conn.execute("SELECT a, type, b FROM related WHERE tenant = ?", (tenant,))
+            ]
+            edges += [
+                AddEdge(
+                    tenant=tenant,
+                    label=label,
+                    src=src,
+                    dst=dst,
+                    dst_is_source=bool(is_source),
+                    at=datetime.fromisoformat(at),
+                    reason=reason,
+                )
+                for label, src, dst, is_source, at, reason in conn.execute(
+                    "SELECT label, src, dst, dst_is_source, at, reason FROM lineage WHERE tenant = ?",
+                    (tenant,),
+                )
+            ]
+            audit: list[Op] = [AppendAudit(event=e) for e in self.audit(tenant, None, None)]
+        edges.sort(key=lambda op: op.model_dump_json())
+        return [*records, *edges, *audit]
 
     def audit(self, tenant: str, record_id: str | None, since: datetime | None) -> list[AuditEvent]:
-        events = [
-            e
-            for e in self._audit.get(tenant, [])
-            if (record_id is None or record_id in e.record_ids) and (since is None or e.at >= since)
-        ]
-        return sorted(events, key=lambda e: e.at)  # stable: events of one instant keep their order
-
-    def reading(self) -> AbstractContextManager[object]:
-        # Gate views are kept in step with writes in place, so a read holds the write lock.
-        return self._lock
-
-    def write(self) -> AbstractContextManager[object]:
-        # The lock is re-entrant: reads and applies of one operation run under it together.
-        return self._lock
+        after = -(2**62) if since is None else _micros(since)
+        with self._read() as conn:
+            if record_id is None:
+                rows = conn.execute(
+                    "SELECT body FROM audit WHERE tenant = ? AND at_us >= ? ORDER BY at_us, seq",
+                    (tenant, after),
+                )
+            else:
+                rows = conn.execute(
+                    "SELECT a.body FROM audit_records x JOIN audit a ON a.seq = x.seq "
+                    "WHERE x.tenant = ? AND x.record = ? AND a.at_us >= ? ORDER BY a.at_us, a.seq",
+                    (tenant, record_id, after),
+                )
+            events = [AuditEvent.model_validate_json(body) for (body,) in rows]
+        if since is not None:  # microsecond rounding of the index key
+            events = [e for e in events if e.at >= since]
+        return events
 
     def close(self) -> None:
-        if self._journal is not None:
-            self._journal.close()
-            self._journal = None
+        self.engine.close()

@@ -134,7 +134,7 @@ class Loaded:
 
     def case_records(self, i: int) -> list[MemoryRecord]:
         """The records in context ``i``'s case scope."""
-        return [c.record for c, _ in self.reached[i]]
+        return [c.record for c, _ in self.reached[i] if c.record is not None]
 
 
 def _timed_recalls(

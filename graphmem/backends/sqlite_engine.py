@@ -1,0 +1,297 @@
+"""The embedded store's engine: one SQLite database, its schema, connections and transactions.
+
+A persisted store is one database file in WAL mode with ``synchronous=FULL`` and
+``secure_delete=ON``. Each thread has its own connection; a write holds SQLite's
+single writer lock from ``BEGIN IMMEDIATE`` to ``COMMIT``, readers work on WAL
+snapshots and never wait for it. Several processes may open one file: one writes
+at a time (a writer waits up to ``busy_timeout`` seconds, then gets
+``store_busy``), any number read. In memory there is one connection, and
+operations take turns on it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+
+from graphmem.errors import BackendUnavailable, ConflictError
+
+__all__ = ["DB_NAME", "FORMAT", "Engine", "corrupt_error"]
+
+DB_NAME = "graphmem.sqlite3"
+FORMAT = 2
+"""The store format: 0.1 stores (snapshot + journal) were format 1."""
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS records (
+    tenant TEXT NOT NULL, id TEXT NOT NULL, scope TEXT NOT NULL,
+    kind TEXT NOT NULL, status TEXT NOT NULL, policy TEXT NOT NULL,
+    content_hash TEXT NOT NULL, fingerprint TEXT NOT NULL,
+    start TEXT, stop TEXT, recency REAL NOT NULL, sensitivity INTEGER NOT NULL,
+    succeeded INTEGER NOT NULL, preconditions TEXT NOT NULL,
+    superseded_at TEXT, invalidated_at TEXT,
+    content TEXT NOT NULL, embedding TEXT, body TEXT NOT NULL,
+    UNIQUE (tenant, id)
+);
+CREATE INDEX IF NOT EXISTS records_scope ON records (tenant, scope);
+CREATE INDEX IF NOT EXISTS records_hash ON records (tenant, content_hash);
+CREATE INDEX IF NOT EXISTS records_status ON records (tenant, status);
+CREATE TABLE IF NOT EXISTS tags (
+    tenant TEXT NOT NULL, tag TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (tenant, tag, id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS tags_record ON tags (tenant, id);
+CREATE TABLE IF NOT EXISTS sources (
+    tenant TEXT NOT NULL, id TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (tenant, id)
+);
+CREATE TABLE IF NOT EXISTS cites (
+    tenant TEXT NOT NULL, source TEXT NOT NULL, record TEXT NOT NULL,
+    PRIMARY KEY (tenant, source, record)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS cites_record ON cites (tenant, record);
+CREATE TABLE IF NOT EXISTS derived (
+    tenant TEXT NOT NULL, child TEXT NOT NULL, parent TEXT NOT NULL,
+    PRIMARY KEY (tenant, child, parent)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS derived_parent ON derived (tenant, parent);
+CREATE TABLE IF NOT EXISTS scopes (
+    tenant TEXT NOT NULL, key TEXT NOT NULL, rev INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (tenant, key)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS within (
+    tenant TEXT NOT NULL, child TEXT NOT NULL, parent TEXT NOT NULL, seq INTEGER NOT NULL,
+    PRIMARY KEY (tenant, child, parent)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS within_parent ON within (tenant, parent);
+CREATE TABLE IF NOT EXISTS related (
+    tenant TEXT NOT NULL, a TEXT NOT NULL, type TEXT NOT NULL, b TEXT NOT NULL, seq INTEGER NOT NULL,
+    PRIMARY KEY (tenant, a, type, b)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS related_b ON related (tenant, b);
+CREATE TABLE IF NOT EXISTS lineage (
+    tenant TEXT NOT NULL, label TEXT NOT NULL, src TEXT NOT NULL, dst TEXT NOT NULL,
+    dst_is_source INTEGER NOT NULL, at TEXT NOT NULL, reason TEXT, seq INTEGER NOT NULL,
+    PRIMARY KEY (tenant, src, label, dst, dst_is_source)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS lineage_dst ON lineage (tenant, dst, label);
+CREATE TABLE IF NOT EXISTS audit (
+    seq INTEGER PRIMARY KEY, tenant TEXT NOT NULL, at_us INTEGER NOT NULL, body TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS audit_time ON audit (tenant, at_us, seq);
+CREATE TABLE IF NOT EXISTS audit_records (
+    tenant TEXT NOT NULL, record TEXT NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (tenant, record, seq)
+) WITHOUT ROWID;
+-- A scope's revision changes with every write to a record applying to it, in the writing
+-- transaction: gate verdicts cached under a revision are never served after a change,
+-- whichever process made it.
+CREATE TRIGGER IF NOT EXISTS records_ins AFTER INSERT ON records BEGIN
+    INSERT INTO scopes (tenant, key, rev) VALUES (NEW.tenant, NEW.scope, 1)
+    ON CONFLICT (tenant, key) DO UPDATE SET rev = rev + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS records_upd AFTER UPDATE ON records BEGIN
+    INSERT INTO scopes (tenant, key, rev) VALUES (NEW.tenant, NEW.scope, 1)
+    ON CONFLICT (tenant, key) DO UPDATE SET rev = rev + 1;
+    UPDATE scopes SET rev = rev + 1 WHERE tenant = OLD.tenant AND key = OLD.scope AND OLD.scope != NEW.scope;
+END;
+"""
+
+
+def corrupt_error(where: str, err: BaseException) -> BackendUnavailable:
+    return BackendUnavailable(
+        f"the store file {where!r} is damaged ({err}); nothing was read from it. "
+        f"Run `graphmem check --store file://{Path(where).parent}` to list the damage, "
+        "and restore the store from a backup or an export",
+        code="store_corrupt",
+    )
+
+
+def _is_corruption(err: sqlite3.DatabaseError) -> bool:
+    text = str(err).lower()
+    return "malformed" in text or "not a database" in text or "corrupt" in text
+
+
+class _ThreadState(threading.local):
+    conn: sqlite3.Connection | None = None
+    depth: int = 0
+    writing: bool = False
+    after_read: list[Callable[[], None]] | None = None
+
+
+class Engine:
+    """Connections and transactions of one SQLite database (a file, or ``None`` for memory)."""
+
+    def __init__(self, path: Path | None, *, busy_timeout: float = 5.0) -> None:
+        self.path = path
+        self.busy_timeout = busy_timeout
+        self._local = _ThreadState()
+        self._all: list[sqlite3.Connection] = []
+        self._all_lock = threading.Lock()
+        # In memory there is one connection; an operation holds it from begin to end.
+        self._turn = threading.RLock() if path is None else None
+        self._shared: sqlite3.Connection | None = None
+        self.closed = False
+        conn = self._connect()
+        try:
+            with self._guard():
+                version = conn.execute("PRAGMA user_version").fetchone()[0]
+                if version not in (0, FORMAT):
+                    raise BackendUnavailable(
+                        f"the store file {str(path)!r} has format {version}; this graphmem reads "
+                        f"format {FORMAT} — upgrade graphmem",
+                        code="unsupported_format",
+                    )
+                if version == 0:
+                    # One transaction; every statement is idempotent, so two processes creating
+                    # one store at once both succeed.
+                    try:
+                        conn.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}PRAGMA user_version = {FORMAT};COMMIT;")
+                    except BaseException:
+                        if conn.in_transaction:
+                            conn.execute("ROLLBACK")
+                        raise
+        except BaseException:
+            self.close()
+            raise
+
+    # -- connections --------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        if self.closed:
+            raise BackendUnavailable("the store is closed", code="store_closed")
+        if self._turn is not None and self._shared is not None:
+            return self._shared
+        local = self._local
+        if local.conn is not None:
+            return local.conn
+        target = ":memory:" if self.path is None else str(self.path)
+        with self._guard():
+            conn = sqlite3.connect(
+                target, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
+            )
+            try:
+                conn.execute("PRAGMA secure_delete = ON")
+                conn.execute("PRAGMA cell_size_check = ON")
+                if self.path is not None:
+                    mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                    if str(mode).lower() != "wal":
+                        raise BackendUnavailable(
+                            f"cannot put {target!r} in WAL mode (got {mode!r}); "
+                            "is it on a network file system?",
+                            code="store_unsupported",
+                        )
+                    conn.execute("PRAGMA synchronous = FULL")
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            except BaseException:
+                conn.close()
+                raise
+        with self._all_lock:
+            self._all.append(conn)
+        if self._turn is not None:
+            self._shared = conn
+        else:
+            local.conn = conn
+        return conn
+
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        """Map SQLite's failures to the store's errors."""
+        try:
+            yield
+        except sqlite3.DatabaseError as err:
+            if _is_corruption(err):
+                raise corrupt_error(str(self.path), err) from err
+            if isinstance(err, sqlite3.OperationalError) and "locked" in str(err).lower():
+                raise BackendUnavailable(
+                    f"another writer held the store for more than {self.busy_timeout:g} s; "
+                    "try again, or open the store with a longer busy_timeout",
+                    code="store_busy",
+                ) from err
+            if isinstance(err, sqlite3.OperationalError) and "busy" in str(err).lower():
+                raise ConflictError(
+                    "another writer changed the store during this read; run the operation again",
+                    code="store_busy",
+                ) from err
+            raise
+
+    # -- transactions -------------------------------------------------------
+
+    @contextmanager
+    def transaction(self, write: bool) -> Iterator[sqlite3.Connection]:
+        """This thread's transaction: a write one (``BEGIN IMMEDIATE``) or a read snapshot.
+
+        Nested blocks join the outer one. A write inside a read snapshot upgrades it.
+        """
+        local = self._local
+        if local.depth:
+            # Joined: a write block inside a read block upgrades at its first write statement.
+            conn = self._connect() if self._turn is None else self._shared
+            assert conn is not None
+            local.depth += 1
+            was = local.writing
+            local.writing = was or write
+            try:
+                with self._guard():
+                    yield conn
+            finally:
+                local.depth -= 1
+                local.writing = was
+            return
+        if self._turn is not None:
+            self._turn.acquire()
+        try:
+            conn = self._connect()
+            with self._guard():
+                conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            local.depth, local.writing, local.after_read = 1, write, []
+            try:
+                with self._guard():
+                    yield conn
+                    conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            finally:
+                local.depth, local.writing = 0, False
+                after, local.after_read = local.after_read or [], None
+            for step in after:
+                step()
+        finally:
+            if self._turn is not None:
+                self._turn.release()
+
+    @property
+    def writing(self) -> bool:
+        return bool(self._local.depth and self._local.writing)
+
+    def after(self, step: Callable[[], None]) -> None:
+        """Run ``step`` once this thread's outermost transaction has ended (now, if none)."""
+        pending = self._local.after_read
+        if self._local.depth and pending is not None:
+            pending.append(step)
+        else:
+            step()
+
+    def checkpoint(self) -> bool:
+        """Move every WAL frame into the database and truncate the WAL to zero bytes.
+
+        True when it completed; readers still on an older snapshot can hold it off.
+        """
+        if self.path is None:
+            return True
+        conn = self._connect()
+        with self._guard():
+            busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        return not busy
+
+    def close(self) -> None:
+        self.closed = True
+        with self._all_lock:
+            conns, self._all = self._all, []
+        for conn in conns:
+            with suppress(sqlite3.Error):
+                conn.close()
+        self._shared = None
+        self._local = _ThreadState()
