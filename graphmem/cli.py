@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -12,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from graphmem import __version__
-from graphmem.errors import GraphmemError
+from graphmem.errors import ContractViolation, GraphmemError
 from graphmem.model import (
     ForgetMode,
     ForgetRequest,
@@ -329,6 +330,43 @@ def serve_mcp(
         source_trust=Trust.TRUSTED if trust_sources else Trust.UNTRUSTED,
         allow_remote=allow_remote,
     )
+
+
+@cli.command()
+@click.pass_context
+def check(ctx: click.Context) -> None:
+    """Check the store: SQLite's integrity check and graphmem's invariants (dangling edges,
+    cycles, scopes, fingerprints). Lists each violation; exit code 1 if there is any."""
+    from graphmem.backends.embedded import EmbeddedBackend
+
+    with _open(ctx.find_root()) as store:
+        if not isinstance(store.backend, EmbeddedBackend):
+            raise ContractViolation(
+                "graphmem check runs on embedded stores (memory:// or file:///path); a Neo4j "
+                "server checks its own files (neo4j-admin database check)",
+                code="unsupported_backend",
+            )
+        problems = store.backend.check()
+    for problem in problems:
+        click.echo(problem)
+    if problems:
+        click.echo(f"{len(problems)} problem(s) found", err=True)
+        sys.exit(1)
+    click.echo("store is sound: integrity check ok, no invariant violated")
+
+
+@cli.command()
+@click.argument("path", type=click.Path(file_okay=False, path_type=Path))
+def migrate(path: Path) -> None:
+    """Convert a graphmem 0.1 store directory (snapshot.json + journal.log) at PATH into the
+    SQLite engine, atomically: the old files are removed only once the new database has committed."""
+    from graphmem.backends.migrate import migrate_directory
+
+    report = migrate_directory(path)
+    if report.already_done:
+        click.echo(f"{path} was already migrated; removed the old files left behind")
+    else:
+        click.echo(f"migrated {path}: {report.batches} batch(es), {report.ops} operation(s)")
 
 
 @cli.command("export")

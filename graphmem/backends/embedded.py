@@ -18,7 +18,7 @@ from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +34,10 @@ from graphmem.backends.base import (
     ScopeWithin,
     UpdateRecord,
 )
-from graphmem.backends.sqlite_engine import DB_NAME, Engine
+from graphmem.backends.sqlite_check import check_database
+from graphmem.backends.sqlite_engine import DB_NAME, Engine, corrupt_error, record_row, ts
 from graphmem.errors import BackendUnavailable, ConflictError
-from graphmem.gate import Candidate, drop_reason, validity_window
+from graphmem.gate import Candidate, drop_reason
 from graphmem.gated import Verdicts, ViewGate
 from graphmem.model import (
     AuditEvent,
@@ -48,6 +49,7 @@ from graphmem.model import (
     Status,
     scope_type,
 )
+from graphmem.model.canonical import sha256
 
 __all__ = ["EmbeddedBackend"]
 
@@ -55,13 +57,6 @@ _LEGACY_FILES = ("snapshot.json", "journal.log")
 _KINDS = {k.value: k for k in Kind}
 _STATUSES = {s.value: s for s in Status}
 _ERASED = Status.ERASED.value
-
-
-def _ts(value: datetime | None) -> str | None:
-    """A fixed-width UTC timestamp: text order is time order."""
-    if value is None:
-        return None
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
 
 
 def _dt(value: str | None) -> datetime | None:
@@ -76,6 +71,28 @@ def _marks(n: int) -> str:
     return ",".join("?" * n)
 
 
+_INSERT_RECORD = (
+    "INSERT INTO records (tenant, id, scope, kind, status, policy, content_hash, fingerprint, start, stop, "
+    "recency, sensitivity, succeeded, preconditions, content, embedding, body, superseded_at, "
+    "invalidated_at) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, "
+    "(SELECT min(at) FROM lineage WHERE tenant = ?1 AND dst = ?2 AND label = 'SUPERSEDES' "
+    "AND dst_is_source = 0), "
+    "(SELECT min(at) FROM lineage WHERE tenant = ?1 AND src = ?2 AND label = 'INVALIDATED_BY'))"
+)
+# A replacement keeps the record's supersession and invalidation times: they belong to its edges.
+_UPSERT_RECORD = (
+    "INSERT INTO records (tenant, id, scope, kind, status, policy, content_hash, fingerprint, start, stop, "
+    "recency, sensitivity, succeeded, preconditions, content, embedding, body) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT (tenant, id) DO UPDATE SET scope = excluded.scope, kind = excluded.kind, "
+    "status = excluded.status, policy = excluded.policy, content_hash = excluded.content_hash, "
+    "fingerprint = excluded.fingerprint, start = excluded.start, stop = excluded.stop, "
+    "recency = excluded.recency, sensitivity = excluded.sensitivity, succeeded = excluded.succeeded, "
+    "preconditions = excluded.preconditions, content = excluded.content, embedding = excluded.embedding, "
+    "body = excluded.body"
+)
+_BODY = "SELECT body, fingerprint FROM records"
 _PARENTS = "SELECT parent FROM within WHERE tenant = ? AND child = ?"
 _RECORD_COLUMNS = (
     "tenant, id, scope, kind, status, policy, content_hash, fingerprint, start, stop, recency, "
@@ -208,8 +225,27 @@ class EmbeddedBackend:
         with self.engine.transaction(write=True) as conn:
             conn.execute("SAVEPOINT apply")
             try:
+                batch: list[MemoryRecord] = []
+                replacing = False
                 for op in ops:
-                    self._apply_one(conn, op, erased)
+                    if isinstance(op, PutRecord | UpdateRecord):
+                        replace = isinstance(op, UpdateRecord) or op.replace
+                        if batch and replace != replacing:
+                            self._put_records(conn, batch, replacing)
+                            batch = []
+                        batch.append(op.record)
+                        replacing = replace
+                        if op.record.status is Status.ERASED or any(
+                            s.status == "erased" for s in op.record.sources
+                        ):
+                            erased.add(op.record.tenant)
+                        continue
+                    if batch:
+                        self._put_records(conn, batch, replacing)
+                        batch = []
+                    self._apply_one(conn, op)
+                if batch:
+                    self._put_records(conn, batch, replacing)
             except BaseException:
                 conn.execute("ROLLBACK TO apply")
                 conn.execute("RELEASE apply")
@@ -235,14 +271,8 @@ class EmbeddedBackend:
                 )
             time.sleep(0.01)
 
-    def _apply_one(self, conn: sqlite3.Connection, op: Op, erased: set[str]) -> None:
-        if isinstance(op, PutRecord | UpdateRecord):
-            record = op.record
-            replace = isinstance(op, UpdateRecord) or op.replace
-            self._put_record(conn, record, replace)
-            if record.status is Status.ERASED or any(s.status == "erased" for s in record.sources):
-                erased.add(record.tenant)
-        elif isinstance(op, ScopeWithin):
+    def _apply_one(self, conn: sqlite3.Connection, op: Op) -> None:
+        if isinstance(op, ScopeWithin):
             self._scope(conn, op.tenant, op.child, op.parent)
             conn.execute(
                 "INSERT OR IGNORE INTO within (tenant, child, parent, seq) "
@@ -267,87 +297,50 @@ class EmbeddedBackend:
             "INSERT OR IGNORE INTO scopes (tenant, key) VALUES (?, ?)", [(tenant, k) for k in keys]
         )
 
-    def _put_record(self, conn: sqlite3.Connection, record: MemoryRecord, replace: bool) -> None:
-        start, stop = validity_window(record)
-        recency = (record.valid_from or record.event_time or record.created_at).timestamp()
-        t, rid = record.tenant, record.id
-        row = (
-            t,
-            rid,
-            record.scope,
-            record.kind.value,
-            record.status.value,
-            record.policy,
-            record.content_hash,
-            record.fingerprint(),
-            _ts(start),
-            _ts(stop),
-            recency,
-            record.sensitivity.rank,
-            int(record.succeeded),
-            json.dumps(sorted(set(record.preconditions))),
-            record.content,
-            None if record.embedding is None else array("d", record.embedding).tobytes(),
-            record.model_dump_json(),
-        )
+    def _put_records(self, conn: sqlite3.Connection, records: Sequence[MemoryRecord], replace: bool) -> None:
+        rows: list[tuple[Any, ...]] = []
+        tags: list[tuple[str, str, str]] = []
+        sources: list[tuple[str, str, str]] = []
+        cites: list[tuple[str, str, str]] = []
+        derived: list[tuple[str, str, str]] = []
+        for record in records:
+            t, rid = record.tenant, record.id
+            rows.append(record_row(record))
+            tags.extend((t, tag, rid) for tag in record.tags)
+            for source in record.sources:
+                # Quotes live only in the records that carry them, so erasing a record erases its quotes.
+                sources.append((t, source.id, source.model_dump_json(exclude={"quote"})))
+                cites.append((t, source.id, rid))
+            derived.extend((t, rid, p) for p in record.derived_from)
         if replace:
-            conn.execute(
-                "INSERT INTO records (tenant, id, scope, kind, status, policy, content_hash, fingerprint, "
-                "start, stop, recency, sensitivity, succeeded, preconditions, content, embedding, body) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT (tenant, id) DO UPDATE SET scope = excluded.scope, kind = excluded.kind, "
-                "status = excluded.status, policy = excluded.policy, content_hash = excluded.content_hash, "
-                "fingerprint = excluded.fingerprint, start = excluded.start, stop = excluded.stop, "
-                "recency = excluded.recency, sensitivity = excluded.sensitivity, "
-                "succeeded = excluded.succeeded, preconditions = excluded.preconditions, "
-                "content = excluded.content, embedding = excluded.embedding, body = excluded.body",
-                row,
-            )
-            conn.execute("DELETE FROM tags WHERE tenant = ? AND id = ?", (t, rid))
+            conn.executemany(_UPSERT_RECORD, rows)
+            conn.executemany("DELETE FROM tags WHERE tenant = ? AND id = ?", [(r[0], r[1]) for r in rows])
         else:
             try:
-                conn.execute(
-                    "INSERT INTO records (tenant, id, scope, kind, status, policy, content_hash, "
-                    "fingerprint, start, stop, recency, sensitivity, succeeded, preconditions, content, "
-                    "embedding, body, superseded_at, invalidated_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                    "(SELECT min(at) FROM lineage WHERE tenant = ?1 AND dst = ?2 AND label = 'SUPERSEDES' "
-                    "AND dst_is_source = 0), "
-                    "(SELECT min(at) FROM lineage WHERE tenant = ?1 AND src = ?2 "
-                    "AND label = 'INVALIDATED_BY'))",
-                    row,
-                )
+                conn.executemany(_INSERT_RECORD, rows)
             except sqlite3.IntegrityError:
                 raise ConflictError(
-                    f"record id {rid!r} already exists in tenant {t!r}; nothing was written",
+                    "a record id of this batch already exists in its tenant; ids are unique per tenant; "
+                    "nothing was written",
                     code="duplicate_id",
                 ) from None
-        self._scope(conn, t, record.scope)
-        if record.tags:
-            conn.executemany(
-                "INSERT OR IGNORE INTO tags (tenant, tag, id) VALUES (?, ?, ?)",
-                [(t, tag, rid) for tag in record.tags],
-            )
-        if record.sources:
-            # Quotes live only in the records that carry them, so erasing a record erases its quotes.
-            conn.executemany(
-                "INSERT INTO sources (tenant, id, body) VALUES (?, ?, ?) "
-                "ON CONFLICT (tenant, id) DO UPDATE SET body = excluded.body",
-                [(t, s.id, s.model_copy(update={"quote": None}).model_dump_json()) for s in record.sources],
-            )
-            conn.executemany(
-                "INSERT OR IGNORE INTO cites (tenant, source, record) VALUES (?, ?, ?)",
-                [(t, s.id, rid) for s in record.sources],
-            )
-        if record.derived_from:
-            conn.executemany(
-                "INSERT OR IGNORE INTO derived (tenant, child, parent) VALUES (?, ?, ?)",
-                [(t, rid, p) for p in record.derived_from],
-            )
+        conn.executemany(
+            "INSERT INTO scopes (tenant, key, rev) VALUES (?, ?, 1) "
+            "ON CONFLICT (tenant, key) DO UPDATE SET rev = rev + 1",
+            sorted({(r[0], r[2]) for r in rows}),
+        )
+        conn.executemany("INSERT OR IGNORE INTO tags (tenant, tag, id) VALUES (?, ?, ?)", tags)
+        conn.executemany(
+            "INSERT INTO sources (tenant, id, body) VALUES (?, ?, ?) "
+            "ON CONFLICT (tenant, id) DO UPDATE SET body = excluded.body",
+            sources,
+        )
+        conn.executemany("INSERT OR IGNORE INTO cites (tenant, source, record) VALUES (?, ?, ?)", cites)
+        conn.executemany("INSERT OR IGNORE INTO derived (tenant, child, parent) VALUES (?, ?, ?)", derived)
 
     @staticmethod
     def _add_edge(conn: sqlite3.Connection, op: AddEdge) -> None:
-        at = _ts(op.at)
+        at = ts(op.at)
         conn.execute(
             "INSERT INTO lineage (tenant, label, src, dst, dst_is_source, at, reason, seq) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(seq), 0) + 1 FROM lineage)) "
@@ -382,16 +375,19 @@ class EmbeddedBackend:
 
     # -- records ------------------------------------------------------------
 
-    @staticmethod
-    def _records_of(rows: Iterable[tuple[str]]) -> list[MemoryRecord]:
-        return [MemoryRecord.model_validate_json(body) for (body,) in rows]
+    def _records_of(self, rows: Iterable[tuple[str, str]]) -> list[MemoryRecord]:
+        """Records from (body, fingerprint) rows: a body that no longer hashes to its fingerprint
+        was damaged on disk, and is refused rather than returned."""
+        out: list[MemoryRecord] = []
+        for body, fingerprint in rows:
+            if sha256(body) != fingerprint:
+                raise corrupt_error(str(self.engine.path), ValueError("a record's bytes changed on disk"))
+            out.append(MemoryRecord.model_validate_json(body))
+        return out
 
     def get(self, tenant: str, record_id: str) -> MemoryRecord | None:
-        with self._read() as conn:
-            row = conn.execute(
-                "SELECT body FROM records WHERE tenant = ? AND id = ?", (tenant, record_id)
-            ).fetchone()
-        return None if row is None else MemoryRecord.model_validate_json(row[0])
+        found = self._select(_BODY + " WHERE tenant = ? AND id = ?", (tenant, record_id))
+        return found[0] if found else None
 
     def get_many(self, tenant: str, record_ids: Sequence[str]) -> list[MemoryRecord]:
         found = self._by_ids(tenant, record_ids)
@@ -405,7 +401,7 @@ class EmbeddedBackend:
                 chunk = ids[at : at + 500]
                 for record in self._records_of(
                     conn.execute(
-                        f"SELECT body FROM records WHERE tenant = ? AND id IN ({_marks(len(chunk))})",
+                        f"{_BODY} WHERE tenant = ? AND id IN ({_marks(len(chunk))})",
                         (tenant, *chunk),
                     )
                 ):
@@ -432,24 +428,24 @@ class EmbeddedBackend:
             return self._records_of(conn.execute(sql, params))
 
     def all_records(self, tenant: str) -> list[MemoryRecord]:
-        return self._select("SELECT body FROM records WHERE tenant = ? ORDER BY id", (tenant,))
+        return self._select(_BODY + " WHERE tenant = ? ORDER BY id", (tenant,))
 
     def records_with_status(self, tenant: str, statuses: Sequence[Status]) -> list[MemoryRecord]:
         wanted = sorted({s.value for s in statuses})
         return self._select(
-            f"SELECT body FROM records WHERE tenant = ? AND status IN ({_marks(len(wanted))}) ORDER BY id",
+            f"{_BODY} WHERE tenant = ? AND status IN ({_marks(len(wanted))}) ORDER BY id",
             (tenant, *wanted),
         )
 
     def by_content_hash(self, tenant: str, content_hash: str) -> list[MemoryRecord]:
         return self._select(
-            "SELECT body FROM records WHERE tenant = ? AND content_hash = ? ORDER BY id",
+            _BODY + " WHERE tenant = ? AND content_hash = ? ORDER BY id",
             (tenant, content_hash),
         )
 
     def with_tag(self, tenant: str, tag: str) -> list[MemoryRecord]:
         return self._select(
-            "SELECT r.body FROM tags t JOIN records r ON r.tenant = t.tenant AND r.id = t.id "
+            "SELECT r.body, r.fingerprint FROM tags t JOIN records r ON r.tenant = t.tenant AND r.id = t.id "
             "WHERE t.tenant = ? AND t.tag = ? ORDER BY r.id",
             (tenant, tag),
         )
@@ -460,14 +456,15 @@ class EmbeddedBackend:
         for at in range(0, len(keys), 500):
             chunk = keys[at : at + 500]
             out += self._select(
-                f"SELECT body FROM records WHERE tenant = ? AND scope IN ({_marks(len(chunk))}) ORDER BY id",
+                f"{_BODY} WHERE tenant = ? AND scope IN ({_marks(len(chunk))}) ORDER BY id",
                 (tenant, *chunk),
             )
         return out
 
     def citing(self, tenant: str, source_id: str) -> list[MemoryRecord]:
         return self._select(
-            "SELECT r.body FROM cites c JOIN records r ON r.tenant = c.tenant AND r.id = c.record "
+            "SELECT r.body, r.fingerprint FROM cites c "
+            "JOIN records r ON r.tenant = c.tenant AND r.id = c.record "
             "WHERE c.tenant = ? AND c.source = ? ORDER BY r.id",
             (tenant, source_id),
         )
@@ -613,6 +610,14 @@ class EmbeddedBackend:
 
     @staticmethod
     def _candidate(tenant: str, row: sqlite3.Row | tuple[Any, ...]) -> Candidate:
+        """The gate's inputs from a row's columns; a value no write could have stored is damage."""
+        try:
+            return EmbeddedBackend._columns(tenant, row)
+        except (KeyError, ValueError, TypeError) as err:
+            raise corrupt_error("the store's database", err) from None
+
+    @staticmethod
+    def _columns(tenant: str, row: sqlite3.Row | tuple[Any, ...]) -> Candidate:
         (rid, fingerprint, kind, policy, status, start, stop, recency, sens, ok, pre, sup, inv, *_) = row
         return Candidate(
             None,
@@ -817,6 +822,12 @@ class EmbeddedBackend:
         if since is not None:  # microsecond rounding of the index key
             events = [e for e in events if e.at >= since]
         return events
+
+    def check(self) -> list[str]:
+        """SQLite's integrity check, then graphmem's own invariants (``sqlite_check``): one line
+        per violation, [] when the store is sound."""
+        with self._read() as conn:
+            return check_database(conn)
 
     def close(self) -> None:
         self.engine.close()

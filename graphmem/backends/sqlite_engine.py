@@ -11,15 +11,22 @@ operations take turns on it.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
+from array import array
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from graphmem.errors import BackendUnavailable, ConflictError
+from graphmem.gate import validity_window
+from graphmem.model import MemoryRecord
+from graphmem.model.canonical import sha256
 
-__all__ = ["DB_NAME", "FORMAT", "Engine", "corrupt_error"]
+__all__ = ["DB_NAME", "FORMAT", "RECORD_ROW", "Engine", "corrupt_error", "record_row", "ts"]
 
 DB_NAME = "graphmem.sqlite3"
 FORMAT = 2
@@ -85,17 +92,52 @@ CREATE TABLE IF NOT EXISTS audit_records (
 ) WITHOUT ROWID;
 -- A scope's revision changes with every write to a record applying to it, in the writing
 -- transaction: gate verdicts cached under a revision are never served after a change,
--- whichever process made it.
-CREATE TRIGGER IF NOT EXISTS records_ins AFTER INSERT ON records BEGIN
-    INSERT INTO scopes (tenant, key, rev) VALUES (NEW.tenant, NEW.scope, 1)
-    ON CONFLICT (tenant, key) DO UPDATE SET rev = rev + 1;
-END;
+-- whichever process made it. Inserts bump it once per batch (the backend); updates here.
 CREATE TRIGGER IF NOT EXISTS records_upd AFTER UPDATE ON records BEGIN
     INSERT INTO scopes (tenant, key, rev) VALUES (NEW.tenant, NEW.scope, 1)
     ON CONFLICT (tenant, key) DO UPDATE SET rev = rev + 1;
     UPDATE scopes SET rev = rev + 1 WHERE tenant = OLD.tenant AND key = OLD.scope AND OLD.scope != NEW.scope;
 END;
 """
+
+
+RECORD_ROW = (
+    "tenant, id, scope, kind, status, policy, content_hash, fingerprint, start, stop, recency, "
+    "sensitivity, succeeded, preconditions, content, embedding, body"
+)
+
+
+def ts(value: datetime | None) -> str | None:
+    """A fixed-width UTC timestamp: text order is time order."""
+    if value is None:
+        return None
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
+
+
+def record_row(record: MemoryRecord) -> tuple[Any, ...]:
+    """The ``records`` columns (``RECORD_ROW``) a record is stored as: the gate's inputs beside its JSON."""
+    start, stop = validity_window(record)
+    recency = (record.valid_from or record.event_time or record.created_at).timestamp()
+    body = record.model_dump_json()
+    return (
+        record.tenant,
+        record.id,
+        record.scope,
+        record.kind.value,
+        record.status.value,
+        record.policy,
+        record.content_hash,
+        sha256(body),  # = record.fingerprint()
+        ts(start),
+        ts(stop),
+        recency,
+        record.sensitivity.rank,
+        int(record.succeeded),
+        json.dumps(sorted(set(record.preconditions))),
+        record.content,
+        None if record.embedding is None else array("d", record.embedding).tobytes(),
+        body,
+    )
 
 
 def corrupt_error(where: str, err: BaseException) -> BackendUnavailable:

@@ -1,0 +1,329 @@
+"""The embedded engine's files: corruption refused, `graphmem check`, 0.1 migration, erasure on disk,
+readers in other processes."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import random
+import signal
+import sqlite3
+import time
+import zlib
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from pydantic import TypeAdapter
+
+from graphmem import (
+    BackendUnavailable,
+    ForgetMode,
+    ForgetRequest,
+    Kind,
+    MemoryRecord,
+    MemoryStore,
+    ReadContext,
+    Source,
+)
+from graphmem.backends.base import Op, PutRecord, ScopeWithin
+from graphmem.backends.sqlite_engine import DB_NAME
+from graphmem.cli import cli
+from tests.conftest import T0
+
+_OPS: TypeAdapter[list[Op]] = TypeAdapter(list[Op])
+
+
+def _episode(tenant: str, rid: str, text: str, **extra: object) -> MemoryRecord:
+    fields: dict[str, object] = {
+        "id": rid,
+        "tenant": tenant,
+        "kind": Kind.EPISODIC,
+        "scope": "case:c1",
+        "content": text,
+        "event_time": T0,
+        "outcome": "unknown",
+        "sources": (Source(id=f"src-{rid}", quote=f"quote of {text}", locator=f"doc://{rid}"),),
+    }
+    fields.update(extra)
+    return MemoryRecord(**fields)  # type: ignore[arg-type]
+
+
+def _filled(path: Path, tenant: str, n: int = 50) -> None:
+    with MemoryStore.embedded(path) as store:
+        store.add_many([_episode(tenant, f"r{i}", f"payment {i} " + "padding " * 60) for i in range(n)])
+
+
+# -- corruption -----------------------------------------------------------------
+
+
+def _read_everything(path: Path, tenant: str) -> None:
+    with MemoryStore.embedded(path) as store:
+        store.backend.all_records(tenant)
+        store.recall(ReadContext(tenant=tenant, scopes=["case:c1"], now=T0.replace(day=2)), "payment")
+
+
+def test_a_garbled_header_is_refused_at_open(tmp_path: Path, tenant: str) -> None:
+    path = tmp_path / "memdir"
+    _filled(path, tenant)
+    db = path / DB_NAME
+    data = bytearray(db.read_bytes())
+    data[0:16] = b"not a database!!"
+    db.write_bytes(bytes(data))
+    with pytest.raises(BackendUnavailable) as err:
+        MemoryStore.embedded(path)
+    assert err.value.code == "store_corrupt"
+    assert str(db) in str(err.value)
+    assert "graphmem check" in str(err.value)
+
+
+def _read_outcome(path: Path, tenant: str) -> str | None:
+    try:
+        _read_everything(path, tenant)
+    except BackendUnavailable as err:
+        return err.code
+    return None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_flipped_bytes_in_the_pages_are_refused_never_absorbed(
+    tmp_path: Path, tenant: str, seed: int
+) -> None:
+    path = tmp_path / "memdir"
+    _filled(path, tenant)
+    db = path / DB_NAME
+    data = bytearray(db.read_bytes())
+    rng = random.Random(seed)
+    page = 4096
+    # a b-tree page past the schema page: flip bytes in its header and cell pointers
+    target = rng.randrange(1, len(data) // page) * page
+    for offset in rng.sample(range(target, target + 64), 8):
+        data[offset] ^= 0xFF
+    db.write_bytes(bytes(data))
+    code = _read_outcome(path, tenant)
+    if code is not None:
+        assert code == "store_corrupt"
+        return
+    # Every read succeeded: then it must have returned exactly what was written (the flips landed in
+    # bytes no read interprets, e.g. a page's unallocated space), and the check says what it found.
+    with MemoryStore.embedded(path) as store:
+        records = store.backend.all_records(tenant)
+        store.backend.check()
+    assert [r.content for r in records] == [
+        f"payment {i} " + "padding " * 60 for i in sorted(range(50), key=str)
+    ]
+
+
+def test_a_truncated_file_is_refused(tmp_path: Path, tenant: str) -> None:
+    path = tmp_path / "memdir"
+    _filled(path, tenant)
+    db = path / DB_NAME
+    db.write_bytes(db.read_bytes()[: db.stat().st_size // 2])
+    with pytest.raises(BackendUnavailable) as err:
+        _read_everything(path, tenant)
+    assert err.value.code == "store_corrupt"
+
+
+def test_a_deleted_database_beside_its_log_is_refused(tmp_path: Path, tenant: str) -> None:
+    path = tmp_path / "memdir"
+    _filled(path, tenant)
+    (path / DB_NAME).unlink()
+    (path / (DB_NAME + "-wal")).write_bytes(b"\0" * 32)
+    with pytest.raises(BackendUnavailable) as err:
+        MemoryStore.embedded(path)
+    assert err.value.code == "store_corrupt"
+
+
+def test_the_cli_reports_corruption_in_one_line(tmp_path: Path, tenant: str) -> None:
+    path = tmp_path / "memdir"
+    _filled(path, tenant)
+    (path / DB_NAME).write_bytes(b"\x00garbage" * 100)
+    result = CliRunner().invoke(cli, ["--store", f"file://{path}", "check"], standalone_mode=False)
+    assert isinstance(result.exception, BackendUnavailable)
+    assert result.exception.code == "store_corrupt"
+
+
+# -- graphmem check ---------------------------------------------------------------
+
+
+def test_check_lists_each_violation(tmp_path: Path, tenant: str) -> None:
+    path = tmp_path / "memdir"
+    _filled(path, tenant, 5)
+    runner = CliRunner()
+    sound = runner.invoke(cli, ["--store", f"file://{path}", "check"])
+    assert sound.exit_code == 0, sound.output
+    assert "store is sound" in sound.output
+    conn = sqlite3.connect(path / DB_NAME)
+    with conn:
+        conn.execute("INSERT INTO derived VALUES (?, 'r0', 'ghost')", (tenant,))
+        conn.execute("INSERT INTO derived VALUES (?, 'r1', 'r2'), (?, 'r2', 'r1')", (tenant, tenant))
+        conn.execute("UPDATE records SET body = replace(body, 'payment 3', 'payment 9') WHERE id = 'r3'")
+        conn.execute("INSERT INTO within VALUES (?, 'case:x', 'case:y', 99)", (tenant,))
+    conn.close()
+    damaged = runner.invoke(cli, ["--store", f"file://{path}", "check"])
+    assert damaged.exit_code == 1
+    assert "DERIVED_FROM names a parent that does not exist" in damaged.output
+    assert "DERIVED_FROM cycle" in damaged.output
+    assert "fingerprint mismatch: tenant" in damaged.output
+    assert "record 'r3'" in damaged.output
+    assert "WITHIN names a scope that does not exist" in damaged.output
+
+
+# -- migration from 0.1 -------------------------------------------------------------
+
+
+def _frame(seq: int, ops: list[Op]) -> bytes:
+    batch = {"ops": _OPS.dump_python(ops, mode="json")}
+    body = json.dumps({"seq": seq, "batch": batch}, separators=(",", ":")).encode()
+    return b"%08x %08x " % (len(body), zlib.crc32(body)) + body + b"\n"
+
+
+def _old_store(path: Path, tenant: str) -> list[MemoryRecord]:
+    """A 0.1 directory: a snapshot with two records and a journal with three more batches."""
+    path.mkdir()
+    records = [_episode(tenant, f"old{i}", f"old record {i}") for i in range(5)]
+    snapshot_ops: list[Op] = [PutRecord(record=r) for r in records[:2]]
+    snapshot = {"ops": _OPS.dump_python(snapshot_ops, mode="json"), "format": 1, "seq": 1}
+    (path / "snapshot.json").write_text(json.dumps(snapshot))
+    journal = _frame(1, [PutRecord(record=records[4])])  # already in the snapshot: skipped
+    journal += _frame(2, [PutRecord(record=records[2])])
+    journal += _frame(
+        3, [PutRecord(record=records[3]), ScopeWithin(tenant=tenant, child="case:c1", parent="domain:d")]
+    )
+    (path / "journal.log").write_bytes(journal + b"0000ffff 1234")  # a torn tail
+    (path / "lock").write_bytes(b"")
+    return records[:4]
+
+
+def test_opening_a_0_1_store_says_what_to_run(tmp_path: Path, tenant: str) -> None:
+    path = tmp_path / "old"
+    _old_store(path, tenant)
+    with pytest.raises(BackendUnavailable) as err:
+        MemoryStore.embedded(path)
+    assert err.value.code == "store_needs_migration"
+    assert f"graphmem migrate {path}" in str(err.value)
+
+
+def test_migrate_converts_everything_and_removes_the_old_files(tmp_path: Path, tenant: str) -> None:
+    path = tmp_path / "old"
+    expected = _old_store(path, tenant)
+    result = CliRunner().invoke(cli, ["migrate", str(path)])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in path.iterdir()) == [DB_NAME]
+    with MemoryStore.embedded(path) as store:
+        assert store.backend.all_records(tenant) == expected
+        assert store.backend.scope_parents(tenant, "case:c1") == {"domain:d"}
+        assert store.backend.check() == []
+
+
+def test_a_damaged_0_1_journal_is_refused_and_left_alone(tmp_path: Path, tenant: str) -> None:
+    path = tmp_path / "old"
+    _old_store(path, tenant)
+    journal = path / "journal.log"
+    data = bytearray(journal.read_bytes())
+    data[40] ^= 0x01  # inside the first frame's body: its checksum no longer matches
+    journal.write_bytes(bytes(data))
+    before = {p.name: p.read_bytes() for p in path.iterdir()}
+    result = CliRunner().invoke(cli, ["migrate", str(path)], standalone_mode=False)
+    assert isinstance(result.exception, BackendUnavailable)
+    assert result.exception.code == "store_corrupt"
+    assert {p.name: p.read_bytes() for p in path.iterdir()} == before
+
+
+# -- erasure reaches the files ------------------------------------------------------
+
+
+def _erase(tenant: str, rid: str) -> ForgetRequest:
+    return ForgetRequest(tenant=tenant, target=rid, mode=ForgetMode.ERASE, reason="r", requested_by="u")
+
+
+def _raw_hits(path: Path, marker: str) -> list[str]:
+    return [p.name for p in path.iterdir() if p.is_file() and marker.encode() in p.read_bytes()]
+
+
+def test_erased_text_is_in_no_page_and_no_wal_frame(tmp_path: Path, tenant: str) -> None:
+    """Random writes and erases; after each erase returns, its markers are in no byte of any file,
+    while a second store holds the database open (so the WAL is live, not deleted at close)."""
+    path = tmp_path / "memdir"
+    rng = random.Random(7)
+    with MemoryStore.embedded(path) as store, MemoryStore.embedded(path) as reader:
+        live: list[str] = []
+        for step in range(40):
+            rid = f"m{step}"
+            text = f"secret-{rid}-{rng.randrange(10**9)} " + "filler words " * rng.randint(1, 400)
+            store.add(_episode(tenant, rid, text, tags=(f"tag-{rid}",)))
+            live.append(rid)
+            reader.backend.all_records(tenant)
+            if rng.random() < 0.5:
+                victim = live.pop(rng.randrange(len(live)))
+                marker = store.get(tenant, victim).content.split()[0]  # type: ignore[union-attr]
+                store.forget(
+                    ForgetRequest(
+                        tenant=tenant, target=victim, mode=ForgetMode.ERASE, reason="r", requested_by="u"
+                    )
+                )
+                assert _raw_hits(path, marker) == [], f"step {step}: {marker} still on disk"
+                assert _raw_hits(path, f"quote of {marker}") == []
+                assert _raw_hits(path, f"tag-{victim}") == []
+
+
+def _erase_then_die(path: Path, tenant: str, rid: str) -> None:
+    store = MemoryStore.embedded(path)
+    store.forget(
+        ForgetRequest(tenant=tenant, target=rid, mode=ForgetMode.ERASE, reason="r", requested_by="u")
+    )
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_a_kill_right_after_an_erase_leaves_no_erased_text(tmp_path: Path, tenant: str) -> None:
+    path = tmp_path / "memdir"
+    with MemoryStore.embedded(path) as store:
+        store.add_many([_episode(tenant, f"k{i}", f"killmarker{i} " + "x " * 300) for i in range(10)])
+    ctx = multiprocessing.get_context("fork")
+    for i in range(0, 10, 2):
+        proc = ctx.Process(target=_erase_then_die, args=(path, tenant, f"k{i}"))
+        proc.start()
+        proc.join()
+        assert proc.exitcode == -signal.SIGKILL
+        assert _raw_hits(path, f"killmarker{i} ") == []
+        with MemoryStore.embedded(path) as store:
+            assert store.get(tenant, f"k{i}").status.value == "erased"  # type: ignore[union-attr]
+            assert store.get(tenant, f"k{i + 1}").content.startswith(f"killmarker{i + 1}")  # type: ignore[union-attr]
+
+
+# -- processes ------------------------------------------------------------------------
+
+
+def _write_forever(path: Path, tenant: str) -> None:
+    store = MemoryStore.embedded(path)
+    i = 0
+    while True:
+        store.add_many([_episode(tenant, f"w{i}-{j}", f"writer batch {i}") for j in range(5)])
+        i += 1
+
+
+def test_readers_in_this_process_never_fail_or_wait_while_another_process_writes(
+    tmp_path: Path, tenant: str
+) -> None:
+    path = tmp_path / "memdir"
+    _filled(path, tenant, 20)
+    proc = multiprocessing.get_context("fork").Process(target=_write_forever, args=(path, tenant))
+    proc.start()
+    try:
+        ctx = ReadContext(tenant=tenant, scopes=["case:c1"], now=T0.replace(day=2), limit=5)
+        seen = 0
+        slowest = 0.0
+        with MemoryStore.embedded(path, audit_recalls=False) as store:
+            deadline = time.monotonic() + 3
+            while time.monotonic() < deadline:
+                t0 = time.perf_counter()
+                selection = store.recall(ctx, "writer batch")
+                slowest = max(slowest, time.perf_counter() - t0)
+                assert len(selection.ids) == 5
+                seen = max(seen, len(store.backend.all_records(tenant)))
+        assert seen > 20, "the writer never got a batch in"
+        assert slowest < 2.0, f"a read waited {slowest:.2f} s for the writer"
+    finally:
+        proc.kill()
+        proc.join()
