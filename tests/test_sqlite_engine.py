@@ -9,6 +9,7 @@ import os
 import random
 import signal
 import sqlite3
+import threading
 import time
 import zlib
 from pathlib import Path
@@ -327,3 +328,31 @@ def test_readers_in_this_process_never_fail_or_wait_while_another_process_writes
     finally:
         proc.kill()
         proc.join()
+
+
+def test_recall_audit_events_are_all_written_off_the_read_path(tmp_path: Path, tenant: str) -> None:
+    """Recalls from many threads queue their audit events; reading the audit log, and closing,
+    write every one of them."""
+    path = tmp_path / "memdir"
+    _filled(path, tenant, 5)
+    ctx = ReadContext(tenant=tenant, scopes=["case:c1"], now=T0.replace(day=2))
+    store = MemoryStore.embedded(path)
+    digests: list[str] = []
+
+    def recall_many() -> None:
+        for _ in range(25):
+            digests.append(store.recall(ctx, "payment").receipt.digest)
+
+    threads = [threading.Thread(target=recall_many) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(e.details["receipt"] for e in store.audit(tenant) if e.action == "recalled") == sorted(
+        digests
+    )
+    for _ in range(10):
+        store.recall(ctx, "payment")
+    store.close()  # the last ten are still queued: close writes them
+    with MemoryStore.embedded(path) as reopened:
+        assert sum(e.action == "recalled" for e in reopened.audit(tenant)) == 110

@@ -17,7 +17,7 @@ from array import array
 from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -156,6 +156,63 @@ class _GateMemo:
                 self._held -= len(self._entries.pop(key)[3].rows)
 
 
+class _RecallLog:
+    """Recall audit events, appended in batches off the read path.
+
+    A recall is a read: it must not take the writer lock, nor pay a durable commit,
+    on every call. Its event is queued and written within ``delay`` seconds (with
+    others queued meanwhile, in one transaction); reading the audit log, exporting
+    and closing write the queue first. A crash can lose at most the events of the
+    last ``delay`` seconds; ``delay=0`` appends each event before recall returns.
+    """
+
+    def __init__(self, backend: EmbeddedBackend, delay: float) -> None:
+        self._backend = backend
+        self._delay = delay
+        self._lock = threading.Lock()
+        self._queue: list[AuditEvent] = []
+        self._wake = threading.Event()
+        self._closed = False
+        self._thread: threading.Thread | None = None
+
+    def add(self, event: AuditEvent) -> None:
+        if self._delay <= 0:
+            self._backend.engine.after(lambda: self._backend.apply([AppendAudit(event=event)]))
+            return
+        with self._lock:
+            self._queue.append(event)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="graphmem-recall-audit", daemon=True)
+                self._thread.start()
+        self._wake.set()
+
+    def _run(self) -> None:
+        while not self._closed:
+            self._wake.wait()
+            self._wake.clear()
+            time.sleep(self._delay)
+            with suppress(BackendUnavailable):  # busy or closing: the next flush takes them
+                self.flush()
+
+    def flush(self) -> None:
+        with self._lock:
+            events, self._queue = self._queue, []
+        if events:
+            try:
+                self._backend.apply([AppendAudit(event=e) for e in events])
+            except BaseException:
+                with self._lock:
+                    self._queue[:0] = events
+                raise
+
+    def close(self) -> None:
+        self._closed = True
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self.flush()
+
+
 class EmbeddedBackend:
     """SQLite underneath: ``directory`` holds the store's database file; ``None`` keeps it in memory.
 
@@ -170,6 +227,7 @@ class EmbeddedBackend:
         *,
         busy_timeout: float = 5.0,
         gate_memo: int = 200_000,
+        recall_audit_delay: float = 0.05,
     ) -> None:
         self.directory = None if directory is None else Path(directory)
         path = None
@@ -178,6 +236,7 @@ class EmbeddedBackend:
             self._prepare_directory(self.directory, path)
         self.engine = Engine(path, busy_timeout=busy_timeout)
         self._memo = _GateMemo(gate_memo)
+        self._recalls = _RecallLog(self, recall_audit_delay)
 
     @staticmethod
     def _prepare_directory(directory: Path, path: Path) -> None:
@@ -667,10 +726,12 @@ class EmbeddedBackend:
     ) -> list[MemoryRecord]:
         records = self.get_many(tenant, record_ids)
         if audit is not None:
-            # Appended once the read snapshot ends: a recall never waits on the writer lock while
-            # it holds a snapshot.
-            self.engine.after(lambda: self.apply([AppendAudit(event=audit)]))
+            self._recalls.add(audit)
         return records
+
+    def flush_audit(self) -> None:
+        """Write every recall audit event still queued (``audit``, ``export`` and ``close`` do)."""
+        self._recalls.flush()
 
     # -- lineage ------------------------------------------------------------
 
@@ -775,6 +836,7 @@ class EmbeddedBackend:
     # -- export and audit ---------------------------------------------------
 
     def export_ops(self, tenant: str) -> list[Op]:
+        self._recalls.flush()
         with self._read() as conn:
             records: list[Op] = [PutRecord(record=r) for r in self.all_records(tenant)]
             edges: list[Op] = [
@@ -805,6 +867,7 @@ class EmbeddedBackend:
         return [*records, *edges, *audit]
 
     def audit(self, tenant: str, record_id: str | None, since: datetime | None) -> list[AuditEvent]:
+        self._recalls.flush()
         after = -(2**62) if since is None else _micros(since)
         with self._read() as conn:
             if record_id is None:
@@ -830,4 +893,6 @@ class EmbeddedBackend:
             return check_database(conn)
 
     def close(self) -> None:
+        if not self.engine.closed:
+            self._recalls.close()
         self.engine.close()
