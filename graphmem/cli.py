@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -430,6 +432,11 @@ def demo(as_json: bool) -> None:
     )
 
 
+def _store_in(scratch: str) -> MemoryStore:
+    """A fresh embedded store file in a new directory under ``scratch``."""
+    return MemoryStore.embedded(tempfile.mkdtemp(dir=scratch))
+
+
 def _workload_names(values: tuple[str, ...]) -> tuple[str, ...]:
     from graphmem.bench import WORKLOADS
 
@@ -493,6 +500,11 @@ def _workload_names(values: tuple[str, ...]) -> tuple[str, ...]:
 )
 @click.option("--launch", is_flag=True, help="Neo4j: start a local Neo4j 5.26 (Java + Maven) for the run.")
 @click.option(
+    "--in-memory",
+    is_flag=True,
+    help="Embedded: measure the in-memory store instead of a store file in a temporary directory.",
+)
+@click.option(
     "--heap",
     default=BENCH_HEAP,
     show_default=True,
@@ -539,6 +551,7 @@ def bench(
     forget_mode: str,
     naive_ks: tuple[int, ...],
     launch: bool,
+    in_memory: bool,
     heap: str,
     pagecache: str,
     warmup_records: int | None,
@@ -578,6 +591,7 @@ def bench(
         included += json.loads(Path(path).read_text(encoding="utf-8"))["rows"]
     root = ctx.find_root()
     server = None
+    scratch = tempfile.mkdtemp(prefix="graphmem-bench-")
     doc: dict[str, Any] = {}
     rows: list[dict[str, Any]] = []
     try:
@@ -588,7 +602,9 @@ def bench(
             root.obj = {"uri": server.uri, "auth": server.auth}
         elif backend == "neo4j" and not str((root.obj or {}).get("uri", "")).startswith(("bolt", "neo4j")):
             raise click.UsageError("--backend neo4j needs --store bolt://… or neo4j://…, or --launch")
-        opener = MemoryStore.embedded if backend == "embedded" else functools.partial(_open, root)
+        opener: Callable[[], MemoryStore] = functools.partial(_open, root)
+        if backend == "embedded":
+            opener = MemoryStore.embedded if in_memory else functools.partial(_store_in, scratch)
         warmup = first_warmup
         with Progress(console=Console(stderr=True), transient=True) as progress:
             shown: list[Any] = []
@@ -607,6 +623,7 @@ def bench(
     finally:
         if server is not None:
             server.stop()
+        shutil.rmtree(scratch, ignore_errors=True)
     doc["rows"] = rows
     if doc:
         doc["config"]["warmup_records"] = first_warmup
@@ -659,6 +676,11 @@ def bench(
     help="Systems to compare, in order (default: all). gate-restored needs no-gate before it.",
 )
 @click.option("--launch", is_flag=True, help="Neo4j: start a local Neo4j 5.26 (Java + Maven) for the run.")
+@click.option(
+    "--in-memory",
+    is_flag=True,
+    help="Embedded: measure the in-memory store instead of a store file in a temporary directory.",
+)
 @click.option("--output", type=click.Path(dir_okay=False), help="Also write the report as JSON here.")
 @click.option(
     "--markdown", "markdown_path", type=click.Path(dir_okay=False), help="Also write the tables here."

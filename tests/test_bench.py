@@ -44,7 +44,8 @@ BACKEND_PARAMS = ["embedded", pytest.param("neo4j", marks=pytest.mark.neo4j)]
 
 def _open(request: pytest.FixtureRequest) -> MemoryStore:
     if request.param == "embedded":
-        return MemoryStore.embedded()
+        factory: pytest.TempPathFactory = request.getfixturevalue("tmp_path_factory")
+        return MemoryStore.embedded(factory.mktemp("bench") / "store")
     driver: neo4j.Driver = request.getfixturevalue("neo4j_driver")
     target: Neo4jTarget = request.getfixturevalue("neo4j_target")
     return MemoryStore(Neo4jBackend(driver, uri=target.uri or ""))
@@ -78,7 +79,11 @@ def test_every_workload_of_the_backend_ran(bench_rows: dict[str, dict[str, Any]]
         "trace",
         *FORGETS,
     }
-    only = {"naive_topk_filter"} if backend == "neo4j" else {"langgraph_filter", "langgraph_filter_bm25"}
+    only = (
+        {"naive_topk_filter"}
+        if backend == "neo4j"
+        else {"langgraph_filter", "langgraph_filter_bm25", "open", "recall_beside_writer"}
+    )
     assert set(bench_rows) == common | only
     for row in bench_rows.values():
         assert row["records"] == 300
@@ -262,6 +267,35 @@ def test_targets_follow_the_issue() -> None:
     ingest = {"workload": "ingest", "backend": "neo4j", "records_per_s": 4999}
     attach_target(ingest)
     assert ingest["met"] is False
+    ingest = {"workload": "ingest", "backend": "embedded", "records_per_s": 19_999}
+    attach_target(ingest)
+    assert ingest["met"] is False
+    opened = {
+        "workload": "open",
+        "backend": "embedded",
+        "open_ms": {"p95_ms": 250},
+        "rss_100_recalls_mb": 390,
+    }
+    attach_target(opened)
+    assert opened["met"] is True
+    attach_target(opened := {**opened, "rss_100_recalls_mb": 401})
+    assert opened["met"] is False
+
+
+def test_engine_rows_report_open_memory_and_a_reader_beside_a_writer(
+    bench_rows: dict[str, dict[str, Any]],
+) -> None:
+    if bench_rows["ingest"]["backend"] != "embedded":
+        pytest.skip("the store-file workloads are the embedded engine's")
+    opened, beside = bench_rows["open"], bench_rows["recall_beside_writer"]
+    assert opened["open_ms"]["n"] == 3
+    assert opened["file_mb"] > 0
+    assert opened["rss_open_mb"] >= opened["rss_interpreter_mb"] > 0
+    assert beside["writer_records_per_s"] > 0
+    assert beside["alone"]["n"] >= 1
+    selective = bench_rows["recall_selective"]
+    assert selective["floor"]["p50_ms"] > 0
+    assert selective["ratio_to_floor_p50"] > 0
 
 
 def test_cli_bench_writes_json_png_and_markdown(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from typing import Any
 
 from graphmem.errors import BackendUnavailable, ConflictError
 from graphmem.gate import validity_window
-from graphmem.model import MemoryRecord
+from graphmem.model import Kind, MemoryRecord, Status
 from graphmem.model.canonical import sha256
 
 __all__ = ["DB_NAME", "FORMAT", "RECORD_ROW", "Engine", "corrupt_error", "record_row", "ts"]
@@ -107,11 +107,14 @@ RECORD_ROW = (
 )
 
 
+_VALUE: dict[Kind | Status, str] = {**{k: k.value for k in Kind}, **{s: s.value for s in Status}}
+
+
 def ts(value: datetime | None) -> str | None:
     """A fixed-width UTC timestamp: text order is time order."""
     if value is None:
         return None
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
+    return value.astimezone(UTC).isoformat(timespec="microseconds")
 
 
 def record_row(record: MemoryRecord) -> tuple[Any, ...]:
@@ -123,8 +126,8 @@ def record_row(record: MemoryRecord) -> tuple[Any, ...]:
         record.tenant,
         record.id,
         record.scope,
-        record.kind.value,
-        record.status.value,
+        _VALUE[record.kind],
+        _VALUE[record.status],
         record.policy,
         record.content_hash,
         sha256(body),  # = record.fingerprint()
@@ -214,6 +217,8 @@ class Engine:
             )
             try:
                 conn.execute("PRAGMA secure_delete = ON")
+                # 32 MiB of page cache per connection: the gate's index pages stay in memory.
+                conn.execute("PRAGMA cache_size = -32768")
                 conn.execute("PRAGMA cell_size_check = ON")
                 if self.path is not None:
                     mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]

@@ -1,0 +1,167 @@
+"""Workloads of the embedded engine's files: open time and memory, a reader beside a writing process,
+and the floor of a recall (a bare index seek returning the same candidate rows).
+
+Open and memory are measured in a fresh Python process, so nothing this process
+loaded counts; the writer is another process writing batches to its own tenant.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from graphmem.bench.core import Latency, measure
+from graphmem.store import MemoryStore
+
+__all__ = ["open_workload", "reader_beside_writer", "recall_floor"]
+
+_OPEN_PROBE = r"""
+import json, sys, time
+spec = json.loads(sys.argv[1])
+def rss_mb():
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+from graphmem import MemoryStore, ReadContext
+from graphmem.backends import embedded  # imported before the clock starts: open, not import, is timed
+from graphmem.bench.core import NOW
+before = rss_mb()
+t0 = time.perf_counter()
+store = MemoryStore.embedded(spec["path"], audit_recalls=False)
+opened = time.perf_counter() - t0
+after_open = rss_mb()
+contexts = [ReadContext(tenant=spec["tenant"], scopes=(s,), now=NOW, environment=("cap-a",), limit=10)
+            for s in spec["scopes"]]
+t1 = time.perf_counter()
+for i in range(100):
+    store.recall(contexts[i % len(contexts)], spec["queries"][i % len(spec["queries"])])
+recalls = time.perf_counter() - t1
+print(json.dumps({"open_s": opened, "rss_before_mb": before, "rss_open_mb": after_open,
+                  "rss_100_recalls_mb": rss_mb(), "recalls_s": recalls}))
+store.close()
+"""
+
+_WRITER = r"""
+import sys
+from graphmem import MemoryStore
+from graphmem.bench.core import synthetic_records
+path, tenant = sys.argv[1], sys.argv[2]
+store = MemoryStore.embedded(path, audit_recalls=False)
+print("ready", flush=True)
+i = 0
+while True:
+    batch = synthetic_records(tenant, 100, 10, seed=i, prefix=f"case:w{i}-")
+    store.add_many([r.model_copy(update={"id": f"w{i}-{r.id}"}) for r in batch])
+    i += 1
+"""
+
+
+def _python(code: str, *args: str) -> list[str]:
+    return [sys.executable, "-c", code, *args]
+
+
+def open_workload(store: MemoryStore, tenant: str, scopes: list[str], queries: list[str]) -> dict[str, Any]:
+    """Open the store's file in a fresh process (three times), then 100 recalls: seconds and RSS."""
+    directory = getattr(store.backend, "directory", None)
+    if directory is None:
+        raise ValueError("the open workload needs a store on disk")
+    spec = json.dumps({"path": str(directory), "tenant": tenant, "scopes": scopes, "queries": queries})
+    probes = []
+    for _ in range(3):
+        done = subprocess.run(_python(_OPEN_PROBE, spec), capture_output=True, text=True, check=True)
+        probes.append(json.loads(done.stdout))
+    size = sum(p.stat().st_size for p in Path(directory).iterdir() if p.is_file())
+    return {
+        "workload": "open",
+        "open_ms": Latency([p["open_s"] * 1000 for p in probes]).summary(),
+        "latency": Latency([p["open_s"] * 1000 for p in probes]).summary(),
+        "rss_open_mb": round(max(p["rss_open_mb"] for p in probes), 1),
+        "rss_100_recalls_mb": round(max(p["rss_100_recalls_mb"] for p in probes), 1),
+        "rss_interpreter_mb": round(max(p["rss_before_mb"] for p in probes), 1),
+        "recall_ms_mean_first_100": round(min(p["recalls_s"] for p in probes) * 10, 3),
+        "file_mb": round(size / 2**20, 1),
+    }
+
+
+def reader_beside_writer(
+    store: MemoryStore, tenant: str, scopes: list[str], queries: list[str], repeats: int
+) -> dict[str, Any]:
+    """Recall latency in this process alone, then while another process writes continuously."""
+    from graphmem import ReadContext
+    from graphmem.bench.core import NOW
+
+    directory = getattr(store.backend, "directory", None)
+    if directory is None:
+        raise ValueError("the two-process workload needs a store on disk")
+    reader = MemoryStore.embedded(directory, audit_recalls=False)
+    contexts = [
+        ReadContext(tenant=tenant, scopes=(s,), now=NOW, environment=("cap-a",), limit=10) for s in scopes
+    ]
+    i = 0
+
+    def one() -> None:
+        nonlocal i
+        reader.recall(contexts[i % len(contexts)], queries[i % len(queries)])
+        i += 1
+
+    try:
+        alone = measure(one, repeats, warmup=len(contexts))
+        writer_tenant = f"{tenant}-writer"
+        with subprocess.Popen(
+            _python(_WRITER, str(directory), writer_tenant), stdout=subprocess.PIPE, text=True
+        ) as proc:
+            try:
+                assert proc.stdout is not None
+                proc.stdout.readline()
+                written_before = _count(reader, writer_tenant)
+                samples: list[float] = []
+                t0 = time.perf_counter()
+                # At least `repeats` recalls and two seconds, so the writer's rate is measured too.
+                while len(samples) < repeats or time.perf_counter() - t0 < 2.0:
+                    start = time.perf_counter()
+                    one()
+                    samples.append((time.perf_counter() - start) * 1000.0)
+                elapsed = time.perf_counter() - t0
+                written = _count(reader, writer_tenant) - written_before
+                beside = Latency(samples)
+            finally:
+                proc.kill()
+    finally:
+        reader.close()
+    return {
+        "workload": "recall_beside_writer",
+        "latency": beside.summary(),
+        "alone": alone.summary(),
+        "ratio_p50": round(beside.summary()["p50_ms"] / max(alone.summary()["p50_ms"], 1e-9), 2),
+        "writer_records_per_s": round(written / elapsed) if elapsed else 0,
+        "cpus": os.cpu_count(),
+    }
+
+
+def _count(store: MemoryStore, tenant: str) -> int:
+    with store.backend.reading() as conn:
+        return int(conn.execute("SELECT count(*) FROM records WHERE tenant = ?", (tenant,)).fetchone()[0])  # type: ignore[attr-defined]
+
+
+def recall_floor(store: MemoryStore, tenant: str, scopes: list[str], repeats: int) -> Latency:
+    """The floor of a selective recall: one index seek returning every candidate's id and fingerprint
+    (what its receipt digests)."""
+    with store.backend.reading() as conn:
+        i = 0
+
+        def seek() -> None:
+            nonlocal i
+            conn.execute(  # type: ignore[attr-defined]
+                "SELECT id, fingerprint FROM records WHERE tenant = ? AND scope = ?",
+                (tenant, scopes[i % len(scopes)]),
+            ).fetchall()
+            i += 1
+
+        return measure(seek, repeats, warmup=3)
