@@ -226,7 +226,7 @@ class EmbeddedBackend:
         directory: str | Path | None = None,
         *,
         busy_timeout: float = 5.0,
-        gate_memo: int = 200_000,
+        gate_memo: int = 50_000,
         recall_audit_delay: float = 0.05,
     ) -> None:
         self.directory = None if directory is None else Path(directory)
@@ -491,8 +491,14 @@ class EmbeddedBackend:
 
     def records_with_status(self, tenant: str, statuses: Sequence[Status]) -> list[MemoryRecord]:
         wanted = sorted({s.value for s in statuses})
+        # Without active records the partial status index answers (its condition, word for word).
+        if Status.ACTIVE.value in wanted:
+            source, inactive = "records", ""
+        else:
+            source, inactive = "records INDEXED BY records_status", " AND status != 'active'"
         return self._select(
-            f"{_BODY} WHERE tenant = ? AND status IN ({_marks(len(wanted))}) ORDER BY id",
+            f"SELECT body, fingerprint FROM {source} WHERE tenant = ? AND status IN ({_marks(len(wanted))})"
+            f"{inactive} ORDER BY id",
             (tenant, *wanted),
         )
 

@@ -46,14 +46,15 @@ CREATE TABLE IF NOT EXISTS records (
 );
 CREATE INDEX IF NOT EXISTS records_scope ON records (tenant, scope);
 CREATE INDEX IF NOT EXISTS records_hash ON records (tenant, content_hash);
-CREATE INDEX IF NOT EXISTS records_status ON records (tenant, status);
+-- Listings by status look for the few records not active (pending approval, contested, …).
+CREATE INDEX IF NOT EXISTS records_status ON records (tenant, status) WHERE status != 'active';
 CREATE TABLE IF NOT EXISTS tags (
     tenant TEXT NOT NULL, tag TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (tenant, tag, id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS tags_record ON tags (tenant, id);
 CREATE TABLE IF NOT EXISTS sources (
     tenant TEXT NOT NULL, id TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (tenant, id)
-);
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS cites (
     tenant TEXT NOT NULL, source TEXT NOT NULL, record TEXT NOT NULL,
     PRIMARY KEY (tenant, source, record)
@@ -136,7 +137,7 @@ def record_row(record: MemoryRecord) -> tuple[Any, ...]:
         recency,
         record.sensitivity.rank,
         int(record.succeeded),
-        json.dumps(sorted(set(record.preconditions))),
+        json.dumps(sorted(set(record.preconditions))) if record.preconditions else "[]",
         record.content,
         None if record.embedding is None else array("d", record.embedding).tobytes(),
         body,
