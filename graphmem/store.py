@@ -17,9 +17,11 @@ from urllib.parse import unquote, urlparse
 from graphmem._args import check_rel_type, check_scope, check_tenant
 from graphmem._core import bulk, transactional
 from graphmem.backends.base import (
+    AddEdge,
     AppendAudit,
     Backend,
     Op,
+    ParentState,
     PutRecord,
     RelateScopes,
     ScopeWithin,
@@ -27,6 +29,7 @@ from graphmem.backends.base import (
 from graphmem.contracts import check_record
 from graphmem.errors import ConflictError, ContractViolation, LineageError, NotFound
 from graphmem.gated import LIMITED, as_gated
+from graphmem.lineage import FORGOTTEN, support_count, support_ends
 from graphmem.lineage_ops import LineageOps
 from graphmem.model import (
     AuditEvent,
@@ -48,6 +51,32 @@ from graphmem.write_ops import WriteGateOps
 __all__ = ["MemoryStore"]
 
 Clock = Callable[[], datetime]
+
+
+def _ended(parent: ParentState, now: datetime) -> bool:
+    """Whether ``parent`` was superseded or invalidated by ``now``."""
+    return any(t is not None and t <= now for t in (parent.superseded_at, parent.invalidated_at))
+
+
+def _parents_first(group: list[MemoryRecord]) -> list[MemoryRecord]:
+    """``group`` ordered so that every record comes after its parents within the group."""
+    by_id = {r.id: r for r in group}
+    done: set[str] = set()
+    order: list[MemoryRecord] = []
+    for record in group:
+        stack: list[tuple[MemoryRecord, int]] = [(record, 0)]
+        while stack:
+            node, i = stack.pop()
+            if node.id in done:
+                continue
+            parents = [p for p in node.derived_from if p in by_id and p not in done]
+            if i < len(parents):
+                stack.append((node, i + 1))
+                stack.append((by_id[parents[i]], 0))
+            else:
+                done.add(node.id)
+                order.append(node)
+    return order
 
 
 def _check_no_cycle(group: list[MemoryRecord]) -> None:
@@ -179,7 +208,9 @@ class MemoryStore(LineageOps, WriteGateOps):
     # -- writing ----------------------------------------------------------
 
     def add(self, record: MemoryRecord) -> MemoryRecord:
-        """Write one record. Raises ``ContractViolation``, ``ConflictError`` or ``LineageError``."""
+        """Write one record. Raises ``ContractViolation``, ``ConflictError`` or ``LineageError``
+        (e.g. ``forgotten_record`` or ``insufficient_support`` for a record derived from
+        records that no longer support anything)."""
         return self.add_many([record])[0]
 
     @transactional
@@ -221,6 +252,8 @@ class MemoryStore(LineageOps, WriteGateOps):
         by_tenant: dict[str, list[MemoryRecord]] = {}
         for record in batch:
             by_tenant.setdefault(record.tenant, []).append(record)
+        now = self.clock()
+        timed: list[Op] = []
         for tenant, group in by_tenant.items():
             taken = self.backend.existing_ids(tenant, [r.id for r in group])
             if taken:
@@ -240,9 +273,10 @@ class MemoryStore(LineageOps, WriteGateOps):
                 )
             _check_no_cycle(group)
             self._check_procedure_evidence(tenant, group)
-        now = self.clock()
+            timed += self._check_support(tenant, group, now)
         ops: list[Op] = [PutRecord(record=r) for r in batch]
         ops.extend(extra)
+        ops.extend(timed)
         if action is not None:
             ops.extend(
                 AppendAudit(
@@ -259,6 +293,71 @@ class MemoryStore(LineageOps, WriteGateOps):
             )
         self.backend.apply(ops)
         return batch
+
+    def _parent_states(self, tenant: str, record_ids: Sequence[str]) -> dict[str, ParentState]:
+        """What support each stored record still gives: its status and effect times."""
+        states: dict[str, ParentState] = {}
+        for record_id in record_ids:
+            memories, _, edges = self.backend.trace(tenant, record_id, 0)
+            record = next((m for m in memories if m.id == record_id), None)
+            if record is None:
+                continue
+            superseded = [e.at for e in edges if e.type == "SUPERSEDES" and e.dst == record_id and e.at]
+            invalidated = [e.at for e in edges if e.type == "INVALIDATED_BY" and e.src == record_id and e.at]
+            states[record_id] = ParentState(
+                record_id, record.status, min(superseded, default=None), min(invalidated, default=None)
+            )
+        return states
+
+    def _check_support(self, tenant: str, group: list[MemoryRecord], now: datetime) -> list[Op]:
+        """Refuse a live record derived from records that no longer support it, by consolidate()'s
+        rule: no forgotten parent (``forgotten_record``), and enough support left as of ``now``
+        (``insufficient_support``). Support that runs out later, when a parent's supersession or
+        invalidation takes effect, gets the INVALIDATED_BY edge the cascade gives at that time."""
+        if not any(r.derived_from and r.status not in FORGOTTEN for r in group):
+            return []
+        in_batch = {r.id: r for r in group}
+        outside = sorted({p for r in group for p in r.derived_from if p not in in_batch})
+        states = self._parent_states(tenant, outside)
+        minimum = max(self.min_support, 1)
+        ends_at: dict[str, datetime] = {}
+        edges: list[Op] = []
+        for record in _parents_first(group):
+            if not record.derived_from or record.status in FORGOTTEN:
+                continue
+            parents = tuple(
+                states[p] if p in states else ParentState(p, in_batch[p].status, None, ends_at.get(p))
+                for p in record.derived_from
+            )
+            forgotten = [f"{p.id} ({p.status.value})" for p in parents if p.status in FORGOTTEN]
+            if forgotten:
+                raise LineageError(
+                    f"record {record.id!r} is derived from {', '.join(forgotten)}; a forgotten record "
+                    "cannot support new memory",
+                    code="forgotten_record",
+                )
+            lost = [p.id for p in parents if _ended(p, now)]
+            if lost and support_count(record, parents, set(), now) < minimum:
+                raise LineageError(
+                    f"record {record.id!r} needs at least {minimum} supporting record(s) or source(s); "
+                    f"{lost!r} no longer hold (superseded or invalidated) as of {now.isoformat()}",
+                    code="insufficient_support",
+                )
+            ends = support_ends(record, parents, set(), minimum)
+            if ends is not None:
+                at, cause = ends
+                ends_at[record.id] = at
+                edges.append(
+                    AddEdge(
+                        tenant=tenant,
+                        label="INVALIDATED_BY",
+                        src=record.id,
+                        dst=cause,
+                        at=at,
+                        reason=f"lost support: {cause}",
+                    )
+                )
+        return edges
 
     def _check_procedure_evidence(self, tenant: str, group: list[MemoryRecord]) -> None:
         """A procedure derived from episodes needs every one of them verified successful."""
