@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter
 
-from graphmem._args import check_aware, check_rel_type, check_scope, check_tenant
+from graphmem._args import check_aware, check_flag, check_rel_type, check_scope, check_tenant
 from graphmem._core import StoreCore, bulk, transactional
-from graphmem.backends.base import AddEdge, AppendAudit, Dependent, Op, PutRecord, UpdateRecord
-from graphmem.errors import ConflictError, ContractViolation, LineageError, NotFound
+from graphmem.backends.base import AddEdge, AppendAudit, Dependent, Op, UpdateRecord
+from graphmem.errors import ContractViolation, LineageError, NotFound
+from graphmem.importing import plan_import
 from graphmem.lineage import FORGOTTEN, lost_support, support_count, support_ends
 from graphmem.model import (
     AuditEvent,
@@ -516,14 +517,31 @@ class LineageOps(StoreCore):
             yield json.dumps(op.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
 
     @transactional
-    def import_(self, stream: Iterable[str]) -> int:
+    def import_(self, stream: Iterable[str | bytes], *, replace: bool = False) -> int:
         """Load JSON Lines written by ``export`` (from either backend) in one all-or-nothing batch.
 
-        Raises ``ContractViolation`` for a malformed line and ``ConflictError``
-        if a record id already exists. Returns the number of lines applied.
+        Imported records meet the same contracts as ``add`` and the write policy's secret
+        rule (``secret_detected``, or redacted under ``secrets="redact"``); an erased record
+        must be a bare tombstone. Every edge needs both ends in the store or the import, in
+        one tenant (``dangling_edge``, ``cross_tenant``), and no lineage or WITHIN cycle or
+        second successor may appear. A stored record is overwritten only with
+        ``replace=True``, and never to bring back erased content or to rewrite its lineage.
+        Raises ``ContractViolation``, ``ConflictError`` or ``LineageError``; returns the
+        number of lines read.
         """
+        if isinstance(stream, str | bytes) or not isinstance(stream, Iterable):
+            raise ContractViolation(
+                f"import_() takes an iterable of JSON lines (e.g. an open file or text.splitlines()), "
+                f"got {type(stream).__name__}",
+                code="bad_argument",
+            )
+        check_flag(replace, "replace")
         ops: list[Op] = []
         for number, line in enumerate(stream, 1):
+            if not isinstance(line, str | bytes):
+                raise ContractViolation(
+                    f"line {number} is {type(line).__name__}, not text", code="bad_import"
+                )
             if not line.strip():
                 continue
             try:
@@ -532,16 +550,12 @@ class LineageOps(StoreCore):
                 raise ContractViolation(
                     f"line {number} is not a graphmem export line: {err}", code="bad_import"
                 ) from None
-        records = [op.record for op in ops if isinstance(op, PutRecord)]
-        by_tenant: dict[str, list[str]] = {}
-        for record in records:
-            by_tenant.setdefault(record.tenant, []).append(record.id)
-        for tenant, ids in by_tenant.items():
-            taken = self.backend.existing_ids(tenant, ids)
-            if taken:
-                raise ConflictError(
-                    f"import would overwrite record(s) {sorted(taken)[:5]!r} in tenant {tenant!r}",
-                    code="duplicate_id",
-                )
-        self.backend.apply(ops)
+        with bulk():
+            plan = plan_import(self, ops, replace=replace)
+            self.backend.apply(plan.ops)
+        if plan.erases:
+            forget_cached_terms()
+            compact = getattr(self.backend, "compact", None)
+            if compact is not None:
+                compact()
         return len(ops)
