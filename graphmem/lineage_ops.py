@@ -14,7 +14,18 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter
 
-from graphmem._args import check_aware, check_flag, check_rel_type, check_scope, check_tenant
+from graphmem._args import (
+    check_aware,
+    check_flag,
+    check_id,
+    check_ids,
+    check_instance,
+    check_int,
+    check_rel_type,
+    check_scope,
+    check_tenant,
+    check_text,
+)
 from graphmem._core import StoreCore, bulk, transactional
 from graphmem.backends.base import AddEdge, AppendAudit, Dependent, Op, UpdateRecord
 from graphmem.errors import ContractViolation, LineageError, NotFound
@@ -92,6 +103,9 @@ class LineageOps(StoreCore):
         invalidated at the same time. Raises ``NotFound`` or ``LineageError``.
         """
         tenant = check_tenant(tenant)
+        old_id = check_id(old_id)
+        new_record = check_instance(new_record, MemoryRecord, "not_a_record", "the replacement")
+        reason = str(check_text(reason, "reason", max_chars=2000))
         old = self._require(tenant, old_id, "supersede")
         if new_record.id == old_id:
             raise LineageError(f"record {old_id!r} cannot supersede itself", code="self_supersession")
@@ -142,13 +156,17 @@ class LineageOps(StoreCore):
         from it that lose their support are invalidated at the same time.
         """
         tenant = check_tenant(tenant)
+        record_id = check_id(record_id)
+        by = check_id(by, "by (a record or source id)")
+        reason = str(check_text(reason, "reason", max_chars=2000))
+        at = None if at is None else check_aware(at, "at")
         self._require(tenant, record_id, "invalidate")
         if by == record_id:
             raise LineageError(f"record {record_id!r} cannot invalidate itself", code="self_invalidation")
         by_source = self.backend.get(tenant, by) is None
         if by_source and not self.backend.source_exists(tenant, by):
             raise NotFound(f"{by!r} is neither a record nor a source of tenant {tenant!r}")
-        when = self.clock() if at is None else check_aware(at)
+        when = self.clock() if at is None else at
         edge = AddEdge(
             tenant=tenant,
             label="INVALIDATED_BY",
@@ -185,7 +203,11 @@ class LineageOps(StoreCore):
         records are required.
         """
         tenant = check_tenant(tenant)
-        ids = list(dict.fromkeys(from_ids))
+        ids = list(dict.fromkeys(check_ids(from_ids, "from_ids")))
+        into = check_instance(into, MemoryRecord, "not_a_record", "into")
+        rule = str(check_text(rule, "rule", max_chars=2000))
+        if min_support is not None:
+            check_int(min_support, "min_support", low=0, high=1_000_000)
         needed = self.min_support if min_support is None else min_support
         if into.kind not in (Kind.SEMANTIC, Kind.PROCEDURAL):
             raise ContractViolation(
@@ -233,6 +255,8 @@ class LineageOps(StoreCore):
         """The lineage DAG of a record: what it derives from, cites, superseded or was superseded by,
         and what invalidated it. Raises ``NotFound``."""
         tenant = check_tenant(tenant)
+        record_id = check_id(record_id)
+        depth = check_int(depth, "depth", low=0, high=1000, code="invalid_depth")
         memories, sources, edges = self.backend.trace(tenant, record_id, depth)
         if not memories:
             raise NotFound(f"no record {record_id!r} in tenant {tenant!r}")
@@ -275,10 +299,15 @@ class LineageOps(StoreCore):
     ) -> Selection:
         """Episodes whose scope is reachable from ``anchor_scope`` over RELATED edges of the types in
         ``via`` (either direction, at most ``hops``), gated and ranked like any recall."""
+        ctx, query, _ = self._read_args("precedents", ctx, query)
         anchor = check_scope(anchor_scope)
+        if isinstance(via, str | bytes) or not isinstance(via, Iterable):
+            raise ContractViolation(
+                f"via must be a list of relation types such as ['USES'], got {type(via).__name__}",
+                code="bad_argument",
+            )
         types = [check_rel_type(t) for t in via]
-        if hops < 0 or hops > 10:
-            raise ContractViolation("hops must be between 0 and 10", code="invalid_hops")
+        hops = check_int(hops, "hops", low=0, high=10, code="invalid_hops")
         reachable = self.backend.related_scopes(ctx.tenant, anchor, types, hops)
         scoped = ReadContext.model_validate(
             {**ctx.model_dump(), "scopes": sorted(reachable), "kinds": [Kind.EPISODIC]}
@@ -314,6 +343,7 @@ class LineageOps(StoreCore):
         Erase replaces content, embedding, tags and quotes with a tombstone (who,
         when, why); the text is then gone from the store's nodes, indexes and files.
         """
+        request = check_instance(request, ForgetRequest, "not_a_request", "forget()'s request")
         with bulk():
             return self._forget(request)
 
@@ -488,8 +518,10 @@ class LineageOps(StoreCore):
         """Take a finished run's working records out of active use; optionally first write the run's
         final trace as an episode (the only way working state becomes durable)."""
         tenant = check_tenant(tenant)
-        scope = check_scope(f"run:{run_id}")
+        scope = check_scope(f"run:{check_id(run_id, 'run_id')}")
+        requested_by = str(check_text(requested_by, "requested_by", max_chars=256))
         if final_episode is not None:
+            check_instance(final_episode, MemoryRecord, "not_a_record", "final_episode")
             if final_episode.kind is not Kind.EPISODIC:
                 raise ContractViolation(
                     "a run's final trace is written as an episodic record", code="final_trace_kind"
@@ -512,9 +544,11 @@ class LineageOps(StoreCore):
     # -- export and import ------------------------------------------------
 
     def export(self, tenant: str) -> Iterator[str]:
-        """The tenant as JSON Lines (records, tombstones, scope and lineage edges, audit), canonical order."""
-        for op in self.backend.export_ops(check_tenant(tenant)):
-            yield json.dumps(op.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
+        """The tenant as JSON Lines (records, tombstones, scope and lineage edges, audit), canonical order.
+
+        Raises ``ContractViolation`` for a bad tenant at the call, not at the first line."""
+        ops = self.backend.export_ops(check_tenant(tenant))
+        return (json.dumps(op.model_dump(mode="json"), sort_keys=True, ensure_ascii=False) for op in ops)
 
     @transactional
     def import_(self, stream: Iterable[str | bytes], *, replace: bool = False) -> int:
