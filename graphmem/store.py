@@ -521,7 +521,8 @@ class MemoryStore(LineageOps, WriteGateOps):
 
         With ``explain=True`` the selection carries a ``Decision`` for every
         candidate, ranked ones in rank order and then the gate's drops by id;
-        otherwise only for the selected records.
+        otherwise only for the selected records. Raises ``ContractViolation``
+        (``not_a_context``, ``query_too_long``, ``embedding_not_finite``, ``bad_argument``).
         """
         return self._recall(ctx, query, explain, query_embedding, audit=self.audit_recalls, actor=actor)
 
