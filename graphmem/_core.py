@@ -68,8 +68,13 @@ class StoreCore:
     min_support: int
     write_policy: WritePolicy
     audit_recalls: bool
+    max_query_chars: int
 
     if TYPE_CHECKING:
+
+        def _read_args(
+            self, verb: str, ctx: object, query: object, query_embedding: object = None
+        ) -> tuple[ReadContext, str, tuple[float, ...] | None]: ...
 
         def _write_new(
             self,
@@ -80,6 +85,8 @@ class StoreCore:
             reason: str | None = None,
             record_ids: tuple[str, ...] = (),
         ) -> list[MemoryRecord]: ...
+
+        def _check_procedure_evidence(self, tenant: str, group: list[MemoryRecord]) -> None: ...
 
         def recall(
             self,

@@ -383,11 +383,12 @@ def export_cmd(ctx: click.Context, tenant: str) -> None:
 
 @cli.command("import")
 @click.argument("path", type=click.File("r", encoding="utf-8"))
+@click.option("--replace", is_flag=True, help="Overwrite stored records of the same id (a restore).")
 @click.pass_context
-def import_cmd(ctx: click.Context, path: Any) -> None:
-    """Load JSON Lines written by `graphmem export` (all or nothing)."""
+def import_cmd(ctx: click.Context, path: Any, replace: bool) -> None:
+    """Load JSON Lines written by `graphmem export` (all or nothing, checked like any write)."""
     with _open(ctx.find_root()) as store:
-        count = store.import_(path)
+        count = store.import_(path, replace=replace)
     click.echo(f"imported {count} lines")
 
 

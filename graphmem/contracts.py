@@ -5,7 +5,7 @@ from __future__ import annotations
 from graphmem.errors import ContractViolation
 from graphmem.model import Kind, MemoryRecord, Sensitivity, Status, scope_type
 
-__all__ = ["check_record"]
+__all__ = ["check_record", "check_stored"]
 
 
 def check_record(record: MemoryRecord) -> None:
@@ -20,6 +20,32 @@ def check_record(record: MemoryRecord) -> None:
             f"record {record.id!r} is written as erased; erase stored records with forget()",
             code="erased_on_write",
         )
+    _check_shape(record)
+
+
+def check_stored(record: MemoryRecord) -> None:
+    """Raise ``ContractViolation`` if ``record`` may not be stored as it is (an import): the
+    write contracts, except that an erased record must be a tombstone — no content, embedding,
+    tags or quotes left, and the tombstone saying when, why and at whose request."""
+    if record.status is not Status.ERASED:
+        check_record(record)
+        return
+    if (
+        record.content
+        or record.embedding is not None
+        or record.tags
+        or any(s.quote for s in record.sources)
+        or record.tombstone is None
+    ):
+        raise ContractViolation(
+            f"record {record.id!r} is erased but is no tombstone: an erased record keeps no content, "
+            "embedding, tags or quotes, and carries its tombstone",
+            code="bad_tombstone",
+        )
+    _check_shape(record)
+
+
+def _check_shape(record: MemoryRecord) -> None:
     if record.sensitivity is Sensitivity.RESTRICTED:
         raise ContractViolation(
             f"record {record.id!r} is restricted; restricted data is never written to memory — keep a "

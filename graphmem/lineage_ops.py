@@ -14,10 +14,22 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter
 
-from graphmem._args import check_aware, check_rel_type, check_scope, check_tenant
+from graphmem._args import (
+    check_aware,
+    check_flag,
+    check_id,
+    check_ids,
+    check_instance,
+    check_int,
+    check_rel_type,
+    check_scope,
+    check_tenant,
+    check_text,
+)
 from graphmem._core import StoreCore, bulk, transactional
-from graphmem.backends.base import AddEdge, AppendAudit, Dependent, Op, PutRecord, UpdateRecord
-from graphmem.errors import ConflictError, ContractViolation, LineageError, NotFound
+from graphmem.backends.base import AddEdge, AppendAudit, Dependent, Op, UpdateRecord
+from graphmem.errors import ContractViolation, LineageError, NotFound
+from graphmem.importing import plan_import
 from graphmem.lineage import FORGOTTEN, lost_support, support_count, support_ends
 from graphmem.model import (
     AuditEvent,
@@ -91,6 +103,9 @@ class LineageOps(StoreCore):
         invalidated at the same time. Raises ``NotFound`` or ``LineageError``.
         """
         tenant = check_tenant(tenant)
+        old_id = check_id(old_id)
+        new_record = check_instance(new_record, MemoryRecord, "not_a_record", "the replacement")
+        reason = str(check_text(reason, "reason", max_chars=2000))
         old = self._require(tenant, old_id, "supersede")
         if new_record.id == old_id:
             raise LineageError(f"record {old_id!r} cannot supersede itself", code="self_supersession")
@@ -141,13 +156,17 @@ class LineageOps(StoreCore):
         from it that lose their support are invalidated at the same time.
         """
         tenant = check_tenant(tenant)
+        record_id = check_id(record_id)
+        by = check_id(by, "by (a record or source id)")
+        reason = str(check_text(reason, "reason", max_chars=2000))
+        at = None if at is None else check_aware(at, "at")
         self._require(tenant, record_id, "invalidate")
         if by == record_id:
             raise LineageError(f"record {record_id!r} cannot invalidate itself", code="self_invalidation")
         by_source = self.backend.get(tenant, by) is None
         if by_source and not self.backend.source_exists(tenant, by):
             raise NotFound(f"{by!r} is neither a record nor a source of tenant {tenant!r}")
-        when = self.clock() if at is None else check_aware(at)
+        when = self.clock() if at is None else at
         edge = AddEdge(
             tenant=tenant,
             label="INVALIDATED_BY",
@@ -184,7 +203,11 @@ class LineageOps(StoreCore):
         records are required.
         """
         tenant = check_tenant(tenant)
-        ids = list(dict.fromkeys(from_ids))
+        ids = list(dict.fromkeys(check_ids(from_ids, "from_ids")))
+        into = check_instance(into, MemoryRecord, "not_a_record", "into")
+        rule = str(check_text(rule, "rule", max_chars=2000))
+        if min_support is not None:
+            check_int(min_support, "min_support", low=0, high=1_000_000)
         needed = self.min_support if min_support is None else min_support
         if into.kind not in (Kind.SEMANTIC, Kind.PROCEDURAL):
             raise ContractViolation(
@@ -232,6 +255,8 @@ class LineageOps(StoreCore):
         """The lineage DAG of a record: what it derives from, cites, superseded or was superseded by,
         and what invalidated it. Raises ``NotFound``."""
         tenant = check_tenant(tenant)
+        record_id = check_id(record_id)
+        depth = check_int(depth, "depth", low=0, high=1000, code="invalid_depth")
         memories, sources, edges = self.backend.trace(tenant, record_id, depth)
         if not memories:
             raise NotFound(f"no record {record_id!r} in tenant {tenant!r}")
@@ -274,10 +299,15 @@ class LineageOps(StoreCore):
     ) -> Selection:
         """Episodes whose scope is reachable from ``anchor_scope`` over RELATED edges of the types in
         ``via`` (either direction, at most ``hops``), gated and ranked like any recall."""
+        ctx, query, _ = self._read_args("precedents", ctx, query)
         anchor = check_scope(anchor_scope)
+        if isinstance(via, str | bytes) or not isinstance(via, Iterable):
+            raise ContractViolation(
+                f"via must be a list of relation types such as ['USES'], got {type(via).__name__}",
+                code="bad_argument",
+            )
         types = [check_rel_type(t) for t in via]
-        if hops < 0 or hops > 10:
-            raise ContractViolation("hops must be between 0 and 10", code="invalid_hops")
+        hops = check_int(hops, "hops", low=0, high=10, code="invalid_hops")
         reachable = self.backend.related_scopes(ctx.tenant, anchor, types, hops)
         scoped = ReadContext.model_validate(
             {**ctx.model_dump(), "scopes": sorted(reachable), "kinds": [Kind.EPISODIC]}
@@ -313,6 +343,7 @@ class LineageOps(StoreCore):
         Erase replaces content, embedding, tags and quotes with a tombstone (who,
         when, why); the text is then gone from the store's nodes, indexes and files.
         """
+        request = check_instance(request, ForgetRequest, "not_a_request", "forget()'s request")
         with bulk():
             return self._forget(request)
 
@@ -484,8 +515,10 @@ class LineageOps(StoreCore):
         """Take a finished run's working records out of active use; optionally first write the run's
         final trace as an episode (the only way working state becomes durable)."""
         tenant = check_tenant(tenant)
-        scope = check_scope(f"run:{run_id}")
+        scope = check_scope(f"run:{check_id(run_id, 'run_id')}")
+        requested_by = str(check_text(requested_by, "requested_by", max_chars=256))
         if final_episode is not None:
+            check_instance(final_episode, MemoryRecord, "not_a_record", "final_episode")
             if final_episode.kind is not Kind.EPISODIC:
                 raise ContractViolation(
                     "a run's final trace is written as an episodic record", code="final_trace_kind"
@@ -508,19 +541,38 @@ class LineageOps(StoreCore):
     # -- export and import ------------------------------------------------
 
     def export(self, tenant: str) -> Iterator[str]:
-        """The tenant as JSON Lines (records, tombstones, scope and lineage edges, audit), canonical order."""
-        for op in self.backend.export_ops(check_tenant(tenant)):
-            yield json.dumps(op.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
+        """The tenant as JSON Lines (records, tombstones, scope and lineage edges, audit), canonical order.
+
+        Raises ``ContractViolation`` for a bad tenant at the call, not at the first line."""
+        ops = self.backend.export_ops(check_tenant(tenant))
+        return (json.dumps(op.model_dump(mode="json"), sort_keys=True, ensure_ascii=False) for op in ops)
 
     @transactional
-    def import_(self, stream: Iterable[str]) -> int:
+    def import_(self, stream: Iterable[str | bytes], *, replace: bool = False) -> int:
         """Load JSON Lines written by ``export`` (from either backend) in one all-or-nothing batch.
 
-        Raises ``ContractViolation`` for a malformed line and ``ConflictError``
-        if a record id already exists. Returns the number of lines applied.
+        Imported records meet the same contracts as ``add`` and the write policy's secret
+        rule (``secret_detected``, or redacted under ``secrets="redact"``); an erased record
+        must be a bare tombstone. Every edge needs both ends in the store or the import, in
+        one tenant (``dangling_edge``, ``cross_tenant``), and no lineage or WITHIN cycle or
+        second successor may appear. A stored record is overwritten only with
+        ``replace=True``, and never to bring back erased content or to rewrite its lineage.
+        Raises ``ContractViolation``, ``ConflictError`` or ``LineageError``; returns the
+        number of lines read.
         """
+        if isinstance(stream, str | bytes) or not isinstance(stream, Iterable):
+            raise ContractViolation(
+                f"import_() takes an iterable of JSON lines (e.g. an open file or text.splitlines()), "
+                f"got {type(stream).__name__}",
+                code="bad_argument",
+            )
+        check_flag(replace, "replace")
         ops: list[Op] = []
         for number, line in enumerate(stream, 1):
+            if not isinstance(line, str | bytes):
+                raise ContractViolation(
+                    f"line {number} is {type(line).__name__}, not text", code="bad_import"
+                )
             if not line.strip():
                 continue
             try:
@@ -529,16 +581,12 @@ class LineageOps(StoreCore):
                 raise ContractViolation(
                     f"line {number} is not a graphmem export line: {err}", code="bad_import"
                 ) from None
-        records = [op.record for op in ops if isinstance(op, PutRecord)]
-        by_tenant: dict[str, list[str]] = {}
-        for record in records:
-            by_tenant.setdefault(record.tenant, []).append(record.id)
-        for tenant, ids in by_tenant.items():
-            taken = self.backend.existing_ids(tenant, ids)
-            if taken:
-                raise ConflictError(
-                    f"import would overwrite record(s) {sorted(taken)[:5]!r} in tenant {tenant!r}",
-                    code="duplicate_id",
-                )
-        self.backend.apply(ops)
+        with bulk():
+            plan = plan_import(self, ops, replace=replace)
+            self.backend.apply(plan.ops)
+        if plan.erases:
+            forget_cached_terms()
+            compact = getattr(self.backend, "compact", None)
+            if compact is not None:
+                compact()
         return len(ops)

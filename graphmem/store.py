@@ -7,6 +7,8 @@ receipts. Backends only move graph data.
 
 from __future__ import annotations
 
+import inspect
+import os
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -14,12 +16,27 @@ from types import TracebackType
 from typing import Any, Self
 from urllib.parse import unquote, urlparse
 
-from graphmem._args import check_rel_type, check_scope, check_tenant
+from graphmem._args import (
+    MAX_QUERY_CHARS,
+    check_aware,
+    check_embedding,
+    check_flag,
+    check_id,
+    check_instance,
+    check_int,
+    check_query,
+    check_rel_type,
+    check_scope,
+    check_tenant,
+    check_text,
+)
 from graphmem._core import bulk, transactional
 from graphmem.backends.base import (
+    AddEdge,
     AppendAudit,
     Backend,
     Op,
+    ParentState,
     PutRecord,
     RelateScopes,
     ScopeWithin,
@@ -27,6 +44,7 @@ from graphmem.backends.base import (
 from graphmem.contracts import check_record
 from graphmem.errors import ConflictError, ContractViolation, LineageError, NotFound
 from graphmem.gated import LIMITED, as_gated
+from graphmem.lineage import FORGOTTEN, support_count, support_ends
 from graphmem.lineage_ops import LineageOps
 from graphmem.model import (
     AuditEvent,
@@ -48,6 +66,32 @@ from graphmem.write_ops import WriteGateOps
 __all__ = ["MemoryStore"]
 
 Clock = Callable[[], datetime]
+
+
+def _ended(parent: ParentState, now: datetime) -> bool:
+    """Whether ``parent`` was superseded or invalidated by ``now``."""
+    return any(t is not None and t <= now for t in (parent.superseded_at, parent.invalidated_at))
+
+
+def _parents_first(group: list[MemoryRecord]) -> list[MemoryRecord]:
+    """``group`` ordered so that every record comes after its parents within the group."""
+    by_id = {r.id: r for r in group}
+    done: set[str] = set()
+    order: list[MemoryRecord] = []
+    for record in group:
+        stack: list[tuple[MemoryRecord, int]] = [(record, 0)]
+        while stack:
+            node, i = stack.pop()
+            if node.id in done:
+                continue
+            parents = [p for p in node.derived_from if p in by_id and p not in done]
+            if i < len(parents):
+                stack.append((node, i + 1))
+                stack.append((by_id[parents[i]], 0))
+            else:
+                done.add(node.id)
+                order.append(node)
+    return order
 
 
 def _check_no_cycle(group: list[MemoryRecord]) -> None:
@@ -97,6 +141,52 @@ def _outcomes(
     return outcomes
 
 
+_NEO4J_SCHEMES = frozenset({"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"})
+_STORE_OPTIONS = ("clock", "min_support", "write_policy", "audit_recalls", "max_query_chars")
+
+
+def _check_store_options(options: dict[str, Any]) -> None:
+    """Refuse unknown store options and values of the wrong type, before any backend opens."""
+    unknown = sorted(set(options) - set(_STORE_OPTIONS))
+    if unknown:
+        raise ContractViolation(
+            f"unknown store option(s) {unknown!r}; the options are {', '.join(_STORE_OPTIONS)}",
+            code="unknown_option",
+        )
+    if "clock" in options and not callable(options["clock"]):
+        raise ContractViolation("clock must be a callable returning an aware datetime", code="bad_argument")
+    if "min_support" in options:
+        check_int(options["min_support"], "min_support", low=0, high=1_000_000)
+    if options.get("write_policy") is not None:
+        check_instance(options["write_policy"], WritePolicy, "not_a_policy", "write_policy")
+    if "audit_recalls" in options:
+        check_flag(options["audit_recalls"], "audit_recalls")
+    if "max_query_chars" in options:
+        check_int(options["max_query_chars"], "max_query_chars", low=1, high=100_000_000)
+
+
+def _check_neo4j_options(options: dict[str, Any]) -> None:
+    auth = options.get("auth")
+    if auth is not None and not (
+        isinstance(auth, tuple) and len(auth) == 2 and all(isinstance(a, str) for a in auth)
+    ):
+        raise ContractViolation("auth must be (user, password) or None", code="bad_argument")
+    if options.get("database") is not None:
+        check_text(options["database"], "database", max_chars=63)
+    if "connection_timeout" in options:
+        timeout = options["connection_timeout"]
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout < 3600:
+            raise ContractViolation(
+                "connection_timeout must be a number of seconds between 0 and 3600", code="bad_argument"
+            )
+    if "doc_cache" in options:
+        check_int(options["doc_cache"], "doc_cache", low=0, high=100_000_000)
+    if options.get("driver") is not None:
+        import neo4j
+
+        check_instance(options["driver"], neo4j.Driver, "bad_argument", "driver")
+
+
 class MemoryStore(LineageOps, WriteGateOps):
     """Typed, governed memory. Open with ``embedded()``, ``neo4j()`` or ``open(uri)``."""
 
@@ -108,12 +198,31 @@ class MemoryStore(LineageOps, WriteGateOps):
         min_support: int = 1,
         write_policy: WritePolicy | None = None,
         audit_recalls: bool = True,
+        max_query_chars: int = MAX_QUERY_CHARS,
     ) -> None:
+        """A store over ``backend``. ``max_query_chars`` caps query text (``query_too_long``
+        beyond it). Raises ``ContractViolation`` for an option of the wrong type or range."""
+        if not all(callable(getattr(backend, name, None)) for name in ("apply", "write", "gate")):
+            raise ContractViolation(
+                f"MemoryStore needs a graphmem backend, got {type(backend).__name__}; "
+                "open one with MemoryStore.embedded(), .neo4j() or .open()",
+                code="not_a_backend",
+            )
+        _check_store_options(
+            {
+                "clock": clock,
+                "min_support": min_support,
+                "write_policy": write_policy,
+                "audit_recalls": audit_recalls,
+                "max_query_chars": max_query_chars,
+            }
+        )
         self.backend = backend
         self.clock = clock
         self.min_support = min_support
         self.write_policy = write_policy or WritePolicy()
         self.audit_recalls = audit_recalls
+        self.max_query_chars = max_query_chars
 
     # -- opening and closing ----------------------------------------------
 
@@ -121,10 +230,16 @@ class MemoryStore(LineageOps, WriteGateOps):
     def embedded(cls, path: str | Path | None = None, **store_options: Any) -> MemoryStore:
         """An in-process store; with ``path``, persisted there with crash-safe writes.
 
-        ``store_options`` are the constructor's: clock, min_support, write_policy, audit_recalls.
+        ``store_options`` are the constructor's: clock, min_support, write_policy,
+        audit_recalls, max_query_chars.
         """
         from graphmem.backends.embedded import EmbeddedBackend
 
+        if path is not None and not isinstance(path, str | os.PathLike):
+            raise ContractViolation(
+                f"path must be a directory path or None, got {type(path).__name__}", code="bad_argument"
+            )
+        _check_store_options(store_options)
         return cls(EmbeddedBackend(path), **store_options)
 
     @classmethod
@@ -133,12 +248,14 @@ class MemoryStore(LineageOps, WriteGateOps):
 
         ``options`` are the constructor's, plus the Neo4j connection options.
         """
+        if not isinstance(uri, str):
+            raise ContractViolation(f"uri must be a string, got {type(uri).__name__}", code="unsupported_uri")
         parsed = urlparse(uri)
         if parsed.scheme == "memory":
             return cls.embedded(**options)
         if parsed.scheme == "file":
             return cls.embedded(unquote(parsed.path), **options)
-        if parsed.scheme in {"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"}:
+        if parsed.scheme in _NEO4J_SCHEMES:
             return cls.neo4j(uri, **options)
         raise ContractViolation(
             f"cannot open {uri!r}: use memory://, file:///path, bolt://host:port or neo4j://host:port",
@@ -148,11 +265,22 @@ class MemoryStore(LineageOps, WriteGateOps):
     @classmethod
     def neo4j(cls, uri: str, **options: Any) -> MemoryStore:
         """A store on a Neo4j 5 server: ``auth=(user, password)``, ``database=``, ``driver=``,
-        ``connection_timeout=``, plus the constructor's options. Raises ``BackendUnavailable``."""
+        ``connection_timeout=``, plus the constructor's options. Raises ``BackendUnavailable``,
+        or ``ContractViolation`` for a bad URI or option."""
         from graphmem.backends.neo4j import Neo4jBackend
 
-        store_keys = {"clock", "min_support", "write_policy", "audit_recalls"}
-        store_options = {k: options.pop(k) for k in list(options) if k in store_keys}
+        if not isinstance(uri, str) or urlparse(uri).scheme not in _NEO4J_SCHEMES:
+            raise ContractViolation(
+                f"cannot open {uri!r} on Neo4j: use bolt://host:port or neo4j://host:port",
+                code="unsupported_uri",
+            )
+        store_options = {k: options.pop(k) for k in list(options) if k in _STORE_OPTIONS}
+        _check_store_options(store_options)
+        try:
+            inspect.signature(Neo4jBackend.connect).bind(uri, **options)
+        except TypeError as err:
+            raise ContractViolation(f"MemoryStore.neo4j(): {err}", code="unknown_option") from None
+        _check_neo4j_options(options)
         return cls(Neo4jBackend.connect(uri, **options), **store_options)
 
     def setup(self, embedding_dimensions: int | None = None) -> int:
@@ -161,6 +289,8 @@ class MemoryStore(LineageOps, WriteGateOps):
 
         The embedded backend needs none and returns 0.
         """
+        if embedding_dimensions is not None:
+            check_int(embedding_dimensions, "embedding_dimensions", low=1, high=4096)
         setup = getattr(self.backend, "setup", None)
         return 0 if setup is None else int(setup(embedding_dimensions))
 
@@ -179,12 +309,19 @@ class MemoryStore(LineageOps, WriteGateOps):
     # -- writing ----------------------------------------------------------
 
     def add(self, record: MemoryRecord) -> MemoryRecord:
-        """Write one record. Raises ``ContractViolation``, ``ConflictError`` or ``LineageError``."""
+        """Write one record. Raises ``ContractViolation``, ``ConflictError`` or ``LineageError``
+        (e.g. ``forgotten_record`` or ``insufficient_support`` for a record derived from
+        records that no longer support anything)."""
         return self.add_many([record])[0]
 
     @transactional
     def add_many(self, records: Iterable[MemoryRecord]) -> list[MemoryRecord]:
         """Write records in one all-or-nothing batch: any violation writes none of them."""
+        if isinstance(records, MemoryRecord | str | bytes) or not isinstance(records, Iterable):
+            raise ContractViolation(
+                f"add_many() takes a list of MemoryRecord values, got {type(records).__name__}",
+                code="not_a_record",
+            )
         with bulk():
             return self._write_new(list(records))
 
@@ -221,6 +358,8 @@ class MemoryStore(LineageOps, WriteGateOps):
         by_tenant: dict[str, list[MemoryRecord]] = {}
         for record in batch:
             by_tenant.setdefault(record.tenant, []).append(record)
+        now = self.clock()
+        timed: list[Op] = []
         for tenant, group in by_tenant.items():
             taken = self.backend.existing_ids(tenant, [r.id for r in group])
             if taken:
@@ -240,9 +379,10 @@ class MemoryStore(LineageOps, WriteGateOps):
                 )
             _check_no_cycle(group)
             self._check_procedure_evidence(tenant, group)
-        now = self.clock()
+            timed += self._check_support(tenant, group, now)
         ops: list[Op] = [PutRecord(record=r) for r in batch]
         ops.extend(extra)
+        ops.extend(timed)
         if action is not None:
             ops.extend(
                 AppendAudit(
@@ -259,6 +399,71 @@ class MemoryStore(LineageOps, WriteGateOps):
             )
         self.backend.apply(ops)
         return batch
+
+    def _parent_states(self, tenant: str, record_ids: Sequence[str]) -> dict[str, ParentState]:
+        """What support each stored record still gives: its status and effect times."""
+        states: dict[str, ParentState] = {}
+        for record_id in record_ids:
+            memories, _, edges = self.backend.trace(tenant, record_id, 0)
+            record = next((m for m in memories if m.id == record_id), None)
+            if record is None:
+                continue
+            superseded = [e.at for e in edges if e.type == "SUPERSEDES" and e.dst == record_id and e.at]
+            invalidated = [e.at for e in edges if e.type == "INVALIDATED_BY" and e.src == record_id and e.at]
+            states[record_id] = ParentState(
+                record_id, record.status, min(superseded, default=None), min(invalidated, default=None)
+            )
+        return states
+
+    def _check_support(self, tenant: str, group: list[MemoryRecord], now: datetime) -> list[Op]:
+        """Refuse a live record derived from records that no longer support it, by consolidate()'s
+        rule: no forgotten parent (``forgotten_record``), and enough support left as of ``now``
+        (``insufficient_support``). Support that runs out later, when a parent's supersession or
+        invalidation takes effect, gets the INVALIDATED_BY edge the cascade gives at that time."""
+        if not any(r.derived_from and r.status not in FORGOTTEN for r in group):
+            return []
+        in_batch = {r.id: r for r in group}
+        outside = sorted({p for r in group for p in r.derived_from if p not in in_batch})
+        states = self._parent_states(tenant, outside)
+        minimum = max(self.min_support, 1)
+        ends_at: dict[str, datetime] = {}
+        edges: list[Op] = []
+        for record in _parents_first(group):
+            if not record.derived_from or record.status in FORGOTTEN:
+                continue
+            parents = tuple(
+                states[p] if p in states else ParentState(p, in_batch[p].status, None, ends_at.get(p))
+                for p in record.derived_from
+            )
+            forgotten = [f"{p.id} ({p.status.value})" for p in parents if p.status in FORGOTTEN]
+            if forgotten:
+                raise LineageError(
+                    f"record {record.id!r} is derived from {', '.join(forgotten)}; a forgotten record "
+                    "cannot support new memory",
+                    code="forgotten_record",
+                )
+            lost = [p.id for p in parents if _ended(p, now)]
+            if lost and support_count(record, parents, set(), now) < minimum:
+                raise LineageError(
+                    f"record {record.id!r} needs at least {minimum} supporting record(s) or source(s); "
+                    f"{lost!r} no longer hold (superseded or invalidated) as of {now.isoformat()}",
+                    code="insufficient_support",
+                )
+            ends = support_ends(record, parents, set(), minimum)
+            if ends is not None:
+                at, cause = ends
+                ends_at[record.id] = at
+                edges.append(
+                    AddEdge(
+                        tenant=tenant,
+                        label="INVALIDATED_BY",
+                        src=record.id,
+                        dst=cause,
+                        at=at,
+                        reason=f"lost support: {cause}",
+                    )
+                )
+        return edges
 
     def _check_procedure_evidence(self, tenant: str, group: list[MemoryRecord]) -> None:
         """A procedure derived from episodes needs every one of them verified successful."""
@@ -278,8 +483,9 @@ class MemoryStore(LineageOps, WriteGateOps):
                     )
 
     def get(self, tenant: str, record_id: str) -> MemoryRecord | None:
-        """The stored record, or ``None``. Raises ``ContractViolation`` for a missing tenant."""
-        return self.backend.get(check_tenant(tenant), record_id)
+        """The stored record, or ``None``. Raises ``ContractViolation`` for a missing tenant
+        or a malformed id."""
+        return self.backend.get(check_tenant(tenant), check_id(record_id))
 
     @transactional
     def scope_within(self, tenant: str, child: str, parent: str) -> None:
@@ -315,9 +521,17 @@ class MemoryStore(LineageOps, WriteGateOps):
 
         With ``explain=True`` the selection carries a ``Decision`` for every
         candidate, ranked ones in rank order and then the gate's drops by id;
-        otherwise only for the selected records.
+        otherwise only for the selected records. Raises ``ContractViolation``
+        (``not_a_context``, ``query_too_long``, ``embedding_not_finite``, ``bad_argument``).
         """
         return self._recall(ctx, query, explain, query_embedding, audit=self.audit_recalls, actor=actor)
+
+    def _read_args(
+        self, verb: str, ctx: object, query: object, query_embedding: object = None
+    ) -> tuple[ReadContext, str, tuple[float, ...] | None]:
+        """The checked (context, query, query embedding) of a read."""
+        ctx = check_instance(ctx, ReadContext, "not_a_context", f"{verb}()'s context")
+        return ctx, check_query(query, self.max_query_chars), check_embedding(query_embedding)
 
     def _recall(
         self,
@@ -329,10 +543,11 @@ class MemoryStore(LineageOps, WriteGateOps):
         audit: bool = False,
         actor: str | None = None,
     ) -> Selection:
-        if not isinstance(ctx, ReadContext):
-            raise ContractViolation("recall() needs a ReadContext", code="not_a_context")
+        ctx, query, embedding = self._read_args("recall", ctx, query, query_embedding)
+        check_flag(explain, "explain")
+        actor = check_text(actor, "actor", max_chars=256, optional=True)
         with self.backend.reading():
-            receipt, decisions = self._recall_now(ctx, query, explain, query_embedding)
+            receipt, decisions = self._recall_now(ctx, query, explain, embedding)
             event = None
             if audit:
                 event = AuditEvent(
@@ -388,6 +603,8 @@ class MemoryStore(LineageOps, WriteGateOps):
 
         Raises ``NotFound`` if the tenant has no such record.
         """
+        ctx, query, _ = self._read_args("explain", ctx, query)
+        record_id = check_id(record_id)
         found = self.backend.gate_one(ctx, record_id)
         if found is None:
             raise NotFound(f"no record {record_id!r} in tenant {ctx.tenant!r}")
@@ -402,6 +619,8 @@ class MemoryStore(LineageOps, WriteGateOps):
 
     def verify(self, receipt: Receipt, ctx: ReadContext) -> bool:
         """Recompute ``receipt`` against the store as of ``ctx.now``; False on any difference."""
+        receipt = check_instance(receipt, Receipt, "not_a_receipt", "verify()'s receipt")
+        ctx, _, _ = self._read_args("verify", ctx, receipt.query, receipt.query_embedding)
         if not receipt_is_consistent(receipt, ctx):
             return False
         with self.backend.reading():
@@ -411,5 +630,8 @@ class MemoryStore(LineageOps, WriteGateOps):
     def audit(
         self, tenant: str, record_id: str | None = None, since: datetime | None = None
     ) -> list[AuditEvent]:
-        """Audit events of ``tenant``, optionally about one record and/or since a time."""
-        return self.backend.audit(check_tenant(tenant), record_id, since)
+        """Audit events of ``tenant``, optionally about one record and/or since a time (aware)."""
+        tenant = check_tenant(tenant)
+        record_id = None if record_id is None else check_id(record_id)
+        since = None if since is None else check_aware(since, "since")
+        return self.backend.audit(tenant, record_id, since)

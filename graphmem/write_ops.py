@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from graphmem._args import check_tenant
+from graphmem._args import check_id, check_ids, check_instance, check_tenant, check_text
 from graphmem._core import StoreCore, transactional
 from graphmem.backends.base import AddEdge, AppendAudit, Op, PutRecord, UpdateRecord
 from graphmem.contracts import check_record
@@ -35,6 +35,14 @@ from graphmem.policy import approved_record, decide, find_conflicts, find_duplic
 __all__ = ["WriteGateOps"]
 
 _LIVE = (Status.ACTIVE, Status.PENDING_APPROVAL, Status.CONTESTED)
+
+
+def _actor(value: object, what: str) -> str:
+    """Who acts (an approver, a contester): 1-128 characters, not blank."""
+    actor = str(check_text(value, what, max_chars=128))
+    if not actor.strip():
+        raise ContractViolation(f"{what} must name who acts", code="bad_argument")
+    return actor
 
 
 def _subject_tags(record: MemoryRecord) -> list[str]:
@@ -71,6 +79,16 @@ class WriteGateOps(StoreCore):
         """
         if not isinstance(proposal, WriteProposal):
             raise ContractViolation("propose() takes a WriteProposal", code="not_a_proposal")
+        if source_trust is not None:
+            try:
+                source_trust = Trust(source_trust)
+            except (TypeError, ValueError):
+                raise ContractViolation(
+                    f"source_trust must be 'trusted', 'untrusted' or None, got {source_trust!r:.40}",
+                    code="bad_argument",
+                ) from None
+        if policy is not None:
+            check_instance(policy, WritePolicy, "not_a_policy", "policy")
         policy = policy or self.write_policy
         tenant = proposal.tenant
         proposed = self._audit(
@@ -217,6 +235,7 @@ class WriteGateOps(StoreCore):
 
     def _pending(self, tenant: str, proposal_id: str) -> MemoryRecord:
         tenant = check_tenant(tenant)
+        proposal_id = check_id(proposal_id, "proposal id")
         for record in self.backend.records_with_status(tenant, list(Status)):
             if record.proposal_id == proposal_id:
                 if record.status is not Status.PENDING_APPROVAL:
@@ -231,6 +250,7 @@ class WriteGateOps(StoreCore):
     @transactional
     def approve(self, tenant: str, proposal_id: str, approver: str) -> MemoryRecord:
         """Make a pending proposal's record active (contested if it now conflicts), citing the approval."""
+        approver = _actor(approver, "approver")
         record = approved_record(self._pending(tenant, proposal_id), approver, at=self.clock())
         rivals = self._rivals(record)
         ops: list[Op] = []
@@ -257,6 +277,8 @@ class WriteGateOps(StoreCore):
     @transactional
     def reject(self, tenant: str, proposal_id: str, approver: str, reason: str) -> MemoryRecord:
         """Turn down a pending proposal: its record is revoked (kept for audit, never eligible)."""
+        approver = _actor(approver, "approver")
+        reason = str(check_text(reason, "reason", max_chars=2000))
         record = self._pending(tenant, proposal_id).model_copy(update={"status": Status.REVOKED})
         audit = self._audit(
             record.tenant, "rejected", (record.id,), reason, actor=approver, proposal_id=proposal_id
@@ -270,6 +292,9 @@ class WriteGateOps(StoreCore):
     def contest(self, tenant: str, record_id: str, by: str, reason: str) -> MemoryRecord:
         """Mark a record contested (excluded from recall as ``contested``) until ``resolve``."""
         tenant = check_tenant(tenant)
+        record_id = check_id(record_id)
+        by = _actor(by, "by")
+        reason = str(check_text(reason, "reason", max_chars=2000))
         record = self.backend.get(tenant, record_id)
         if record is None:
             raise NotFound(f"no record {record_id!r} in tenant {tenant!r}")
@@ -288,6 +313,8 @@ class WriteGateOps(StoreCore):
         """Settle a conflict: ``winner_id`` becomes active; every other record contested on the same
         subject (or ``record_id`` itself) becomes active but superseded by the winner from now on."""
         tenant = check_tenant(tenant)
+        record_id, winner_id = check_id(record_id), check_id(winner_id, "winner id")
+        reason = str(check_text(reason, "reason", max_chars=2000))
         winner = self.backend.get(tenant, winner_id)
         record = self.backend.get(tenant, record_id)
         if winner is None or record is None:
@@ -327,6 +354,10 @@ class WriteGateOps(StoreCore):
         nothing is edited in place. Each copy gets a fresh id ``<old>.p-<version>``.
         """
         tenant = check_tenant(tenant)
+        record_ids = check_ids(record_ids)
+        check_instance(policy, WritePolicy, "not_a_policy", "policy")
+        approver = _actor(approver, "approver")
+        reason = str(check_text(reason, "reason", max_chars=2000))
         found = {r.id: r for r in self.backend.get_many(tenant, list(record_ids))}
         missing = [i for i in record_ids if i not in found]
         if missing:

@@ -80,6 +80,12 @@ def test_trace_forget_export_import(store_uri: str, tmp_path: Path) -> None:
     loaded = runner.invoke(cli, ["--store", other, "import", str(dump)])
     assert loaded.exit_code == 0, loaded.output
     assert re.search(rf"imported {len(lines)} lines", loaded.output)
+    again = runner.invoke(cli, ["--store", other, "import", str(dump)])
+    assert again.exit_code != 0
+    assert getattr(again.exception, "code", None) == "duplicate_id"
+    restored = runner.invoke(cli, ["--store", other, "import", "--replace", str(dump)])
+    assert restored.exit_code == 0, restored.output
+    assert runner.invoke(cli, ["--store", other, "export", "--tenant", "acme"]).output == exported.output
 
 
 def test_errors_are_one_line_with_a_code(store_uri: str) -> None:

@@ -606,3 +606,95 @@ def test_http_refuses_remote_binding_without_opt_in() -> None:
     with pytest.raises(ContractViolation) as info:
         run("memory://", "t-1", PRINCIPAL, transport="streamable-http", host="0.0.0.0")  # noqa: S104
     assert info.value.code == "remote_without_auth"
+
+
+# -- bad arguments -------------------------------------------------------------------
+
+LONG_QUERY = "x" * 10_001
+BAD_TOOL_ARGUMENTS: dict[str, list[tuple[dict[str, Any], str]]] = {
+    "remember": [
+        ({"scope": "user:alice", "content": "x"}, "bad_argument"),
+        ({"kind": "opinion", "scope": "user:alice", "content": "x"}, "bad_argument"),
+        ({"kind": "episodic", "scope": "user:alice", "content": 5}, "bad_argument"),
+        ({"kind": "episodic", "scope": "user:alice", "content": "x", "confidence": 2}, "bad_argument"),
+        (
+            {"kind": "episodic", "scope": "user:alice", "content": "x", "event_time": "yesterday"},
+            "bad_argument",
+        ),
+        ({"kind": "episodic", "scope": "alice", "content": "x", "outcome": "unknown"}, "invalid_scope"),
+        ({"kind": "episodic", "scope": "user:alice", "content": "x", "derived_from": ["a b"]}, "invalid_id"),
+    ],
+    "recall": [
+        ({"query": 5}, "bad_argument"),
+        ({"query": LONG_QUERY}, "query_too_long"),
+        ({"limit": 0}, "bad_argument"),
+        ({"limit": "all"}, "bad_argument"),
+        ({"min_score": -1}, "bad_argument"),
+        ({"kinds": ["opinion"]}, "bad_argument"),
+        ({"scopes": ["alice"]}, "invalid_scope"),
+        ({"run_id": "a b"}, "invalid_id"),
+    ],
+    "explain": [
+        ({}, "bad_argument"),
+        ({"record_id": 5}, "bad_argument"),
+        ({"record_id": ""}, "invalid_id"),
+        ({"record_id": "e1", "query": LONG_QUERY}, "query_too_long"),
+    ],
+    "trace": [
+        ({"record_id": None}, "bad_argument"),
+        ({"record_id": "e1", "depth": 0}, "bad_argument"),
+        ({"record_id": "e1", "depth": 2.5}, "bad_argument"),
+        ({"record_id": "a b"}, "invalid_id"),
+    ],
+    "forget": [
+        ({"target": "e1", "mode": "delete", "reason": "r"}, "bad_argument"),
+        ({"target": "e1", "mode": "revoke"}, "bad_argument"),
+        ({"target": "e1", "mode": "revoke", "reason": "r", "cascade": "sometimes"}, "bad_argument"),
+        ({"target": "e1", "mode": "revoke", "reason": ""}, "invalid_forgetrequest"),
+    ],
+    "precedents": [
+        ({}, "bad_argument"),
+        ({"anchor_scope": "alice"}, "invalid_scope"),
+        ({"anchor_scope": "user:alice", "hops": 11}, "bad_argument"),
+        ({"anchor_scope": "user:alice", "via": "USES"}, "bad_argument"),
+        ({"anchor_scope": "user:alice", "via": ["uses"]}, "invalid_relation_type"),
+        ({"anchor_scope": "user:alice", "query": LONG_QUERY}, "query_too_long"),
+    ],
+}
+
+
+def test_bad_tool_arguments_are_tool_errors_with_a_code(tenant: str) -> None:
+    """Every tool, wrong-typed and out-of-range arguments: a tool error carrying a code, no traceback."""
+    store = MemoryStore.embedded()
+    store.add(
+        MemoryRecord(
+            id="e1",
+            tenant=tenant,
+            kind=Kind.EPISODIC,
+            scope="user:alice",
+            content="Alice asked for email follow-up.",
+            event_time=T0,
+            outcome="verified-success",
+        )
+    )
+    server = build_server(store, tenant, PRINCIPAL, default_scopes=("user:alice",))
+
+    async def main() -> tuple[set[str], list[tuple[str, dict[str, Any], str, CallToolResult]]]:
+        with anyio.fail_after(60):
+            async with Client(server) as client:
+                listed = {t.name for t in (await client.list_tools()).tools}
+                results = []
+                for tool, cases in BAD_TOOL_ARGUMENTS.items():
+                    for arguments, code in cases:
+                        results.append((tool, arguments, code, await client.call_tool(tool, arguments)))
+                return listed, results
+
+    with store:
+        listed, results = asyncio.run(main())
+        assert [r.id for r in store.backend.all_records(tenant)] == ["e1"]
+    assert listed == set(BAD_TOOL_ARGUMENTS) == TOOLS
+    for tool, arguments, code, result in results:
+        where = f"{tool}({', '.join(arguments)})"
+        assert error_code(result) == code, (where, text_of(result))
+        assert "Traceback" not in text_of(result), where
+        assert LONG_QUERY not in text_of(result), where

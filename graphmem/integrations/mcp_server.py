@@ -15,7 +15,8 @@ Recalled content is returned as untrusted data: each record sits in its own
 ``<memory … trust="untrusted">`` block, with markup inside escaped so no
 record can close its block or open another, under a header telling the model
 that the blocks are data, not instructions. graphmem errors come back as MCP
-tool errors carrying the error's code.
+tool errors carrying the error's code; so are arguments a tool's schema refuses (code
+``bad_argument``).
 
 Run it with ``python -m graphmem.integrations.mcp_server --store URI --tenant T
 --principal P`` (stdio), or ``--transport streamable-http --port 8765``.
@@ -33,7 +34,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Annotated, Any, Literal, cast
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 try:
     from mcp.server.mcpserver import MCPServer
@@ -612,9 +613,25 @@ _ANNOTATIONS: dict[str, ToolAnnotations] = {
 }
 
 
+class _CodedTool(Tool):
+    """A tool whose rejected arguments come back like graphmem errors: a tool error carrying
+    the code ``bad_argument`` and the fields at fault (never the values, never a traceback)."""
+
+    async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+        try:
+            self.fn_metadata.validate_arguments(arguments)
+        except ValidationError as err:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
+                for e in err.errors(include_url=False)
+            )
+            return _error(ContractViolation(f"{self.name}: {problems}", code="bad_argument"))
+        return await super().run(arguments, context, convert_result=convert_result)
+
+
 def _strict_tool(fn: Callable[..., Any], name: str) -> Tool:
     """A tool whose arguments are validated strictly: an undeclared argument (e.g. ``tenant``) is an error."""
-    tool = Tool.from_function(fn, name=name, annotations=_ANNOTATIONS[name], structured_output=True)
+    tool = _CodedTool.from_function(fn, name=name, annotations=_ANNOTATIONS[name], structured_output=True)
     loose = tool.fn_metadata.arg_model
     strict = cast(
         "type[ArgModelBase]",

@@ -105,7 +105,7 @@ def _as_contract_violation(err: ValidationError, model: str, error_code: str) ->
         "missing_tenant",
         "invalid_tenant",
         "invalid_scope",
-        "invalid_embedding",
+        "embedding_not_finite",
     }
     code = first["type"] if custom else error_code
     if first["loc"] == ("tenant",) and (first["type"] == "missing" or first.get("input", "") is None):

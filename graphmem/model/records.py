@@ -94,7 +94,7 @@ class MemoryRecord(GraphmemModel):
     @classmethod
     def _embedding_finite(cls, value: tuple[float, ...] | None) -> tuple[float, ...] | None:
         if value is not None and not all(math.isfinite(x) for x in value):
-            raise PydanticCustomError("invalid_embedding", "embedding values must be finite numbers")
+            raise PydanticCustomError("embedding_not_finite", "embedding values must be finite numbers")
         return value
 
     @property

@@ -8,6 +8,7 @@ from graphmem.policy.merge import approved_record, find_conflicts, find_duplicat
 from graphmem.policy.metrics import corpus_metrics
 from graphmem.policy.poisoning import PoisonFinding, concealed_findings, poisoning_findings, scan_poisoning
 from graphmem.policy.secrets import SecretFinding, find_secrets, redact_secrets
+from graphmem.policy.stored import record_secret_labels, redacted_record
 
 __all__ = [
     "PoisonFinding",
@@ -23,6 +24,8 @@ __all__ = [
     "find_secrets",
     "normalised_key",
     "poisoning_findings",
+    "record_secret_labels",
     "redact_secrets",
+    "redacted_record",
     "scan_poisoning",
 ]
