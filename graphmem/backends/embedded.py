@@ -93,6 +93,8 @@ _UPSERT_RECORD = (
     "body = excluded.body"
 )
 _BODY = "SELECT body, fingerprint FROM records"
+# Edge-table lookups join records with CROSS JOIN, which keeps the edge table the outer loop:
+# given ORDER BY r.id, SQLite would otherwise walk every record of the tenant in id order.
 _PARENTS = "SELECT parent FROM within WHERE tenant = ? AND child = ?"
 _RECORD_COLUMNS = (
     "tenant, id, scope, kind, status, policy, content_hash, fingerprint, start, stop, recency, "
@@ -510,7 +512,8 @@ class EmbeddedBackend:
 
     def with_tag(self, tenant: str, tag: str) -> list[MemoryRecord]:
         return self._select(
-            "SELECT r.body, r.fingerprint FROM tags t JOIN records r ON r.tenant = t.tenant AND r.id = t.id "
+            "SELECT r.body, r.fingerprint FROM tags t "
+            "CROSS JOIN records r ON r.tenant = t.tenant AND r.id = t.id "
             "WHERE t.tenant = ? AND t.tag = ? ORDER BY r.id",
             (tenant, tag),
         )
@@ -529,7 +532,7 @@ class EmbeddedBackend:
     def citing(self, tenant: str, source_id: str) -> list[MemoryRecord]:
         return self._select(
             "SELECT r.body, r.fingerprint FROM cites c "
-            "JOIN records r ON r.tenant = c.tenant AND r.id = c.record "
+            "CROSS JOIN records r ON r.tenant = c.tenant AND r.id = c.record "
             "WHERE c.tenant = ? AND c.source = ? ORDER BY r.id",
             (tenant, source_id),
         )
@@ -539,7 +542,8 @@ class EmbeddedBackend:
             return [
                 r[0]
                 for r in conn.execute(
-                    "SELECT c.record FROM cites c JOIN records r ON r.tenant = c.tenant AND r.id = c.record "
+                    "SELECT c.record FROM cites c "
+                    "CROSS JOIN records r ON r.tenant = c.tenant AND r.id = c.record "
                     "WHERE c.tenant = ? AND c.source = ? ORDER BY c.record",
                     (tenant, source_id),
                 )
@@ -749,7 +753,7 @@ class EmbeddedBackend:
             with self._read() as conn:
                 while stack:
                     for (child,) in conn.execute(
-                        "SELECT d.child FROM derived d JOIN records r "
+                        "SELECT d.child FROM derived d CROSS JOIN records r "
                         "ON r.tenant = d.tenant AND r.id = d.child WHERE d.tenant = ? AND d.parent = ?",
                         (tenant, stack.pop()),
                     ):
@@ -773,7 +777,7 @@ class EmbeddedBackend:
                     ParentState(pid, _STATUSES[status], _dt(sup), _dt(inv))
                     for pid, status, sup, inv in conn.execute(
                         "SELECT r.id, r.status, r.superseded_at, r.invalidated_at FROM derived d "
-                        "JOIN records r ON r.tenant = d.tenant AND r.id = d.parent "
+                        "CROSS JOIN records r ON r.tenant = d.tenant AND r.id = d.parent "
                         "WHERE d.tenant = ? AND d.child = ? ORDER BY r.id",
                         (tenant, rid),
                     )
