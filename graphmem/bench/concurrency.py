@@ -58,6 +58,9 @@ class MixedConfig:
     readers: int = 4
     """Threads that only read (recall, explain, trace, export, audit, approvals) while the
     ``threads`` mixed ones run."""
+    archived: int = 200
+    """Records written first in a scope the mix never touches: reads that walk the tenant
+    (export, approvals) take long enough to be interrupted by writes."""
     switch_interval_s: float | None = 1e-4
     """``sys.setswitchinterval`` during the run (restored after): Python threads switch every
     0.1 ms instead of 5 ms, so an operation is far more often interrupted mid-way."""
@@ -402,6 +405,19 @@ def _run(store: MemoryStore, tenant: str, cfg: MixedConfig) -> MixedReport:
     ledger = Ledger(tenant)
     since = utcnow() - timedelta(days=1)
     seeder = _Worker(store, ledger, cfg.seed, "seed", since)
+    archived = [
+        MemoryRecord(
+            id=f"archived-{i}",
+            tenant=tenant,
+            kind=Kind.EPISODIC,
+            scope="workspace:archive",
+            content=f"Archived ticket {i} was closed.",
+            event_time=since,
+            outcome=Outcome.UNKNOWN.value,
+        )
+        for i in range(cfg.archived)
+    ]
+    store.add_many(archived)
     for op in (*[seeder.propose_claim] * _USERS, seeder.propose_episode, seeder.propose_broad):
         seeder.call(op)
     workers = [_Worker(store, ledger, cfg.seed * 1000 + i, f"w{i}", since) for i in range(cfg.threads)]

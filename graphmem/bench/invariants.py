@@ -210,10 +210,13 @@ def _forgets_hold(ledger: Ledger, records: dict[str, MemoryRecord]) -> list[Viol
 
 
 def _erased_hold_nothing(records: list[MemoryRecord]) -> list[Violation]:
+    """Each erased record, as stored or as exported, holds nothing of what it said."""
     out: list[Violation] = []
+    seen: set[str] = set()
     for r in records:
-        if r.status is not Status.ERASED:
+        if r.status is not Status.ERASED or r.id in seen:
             continue
+        seen.add(r.id)
         kept = [
             name
             for name, holds in (
