@@ -75,6 +75,7 @@ class MixedReport:
 
     tenant: str
     threads: int
+    readers: int
     operations: int
     seconds: float
     acknowledged: dict[str, int]
@@ -97,8 +98,17 @@ class MixedReport:
 class _Worker:
     """One thread's seeded sequence of operations on the shared tenant."""
 
-    def __init__(self, store: MemoryStore, ledger: Ledger, seed: int, name: str, since: datetime) -> None:
+    def __init__(
+        self,
+        store: MemoryStore,
+        ledger: Ledger,
+        seed: int,
+        name: str,
+        since: datetime,
+        tick: Callable[[int], None] | None = None,
+    ) -> None:
         self.store = store
+        self.tick = tick
         self.ledger = ledger
         self.rng = random.Random(seed)
         self.name = name
@@ -155,6 +165,8 @@ class _Worker:
             self.ledger.crashed(f"{name}: {type(err).__name__}: {err}")
         else:
             self.ledger.acknowledged_one(name)
+        if self.tick is not None:
+            self.tick(1)
 
     # -- helpers -------------------------------------------------------
 
@@ -385,23 +397,31 @@ class _Worker:
         return "approvals"
 
 
-def run_mixed(store: MemoryStore, tenant: str, cfg: MixedConfig | None = None) -> MixedReport:
+def run_mixed(
+    store: MemoryStore,
+    tenant: str,
+    cfg: MixedConfig | None = None,
+    tick: Callable[[int], None] | None = None,
+) -> MixedReport:
     """Run the mix on ``tenant`` (which should be fresh), then check every invariant.
 
     A few records are written first so every operation has something to act on;
-    then ``cfg.threads`` threads start together, ``cfg.ops_per_thread`` operations each.
+    then ``cfg.threads`` threads start together, ``cfg.ops_per_thread`` operations each
+    (``tick(1)`` after each), with ``cfg.readers`` reading threads beside them.
     """
     cfg = cfg or MixedConfig()
     interval = sys.getswitchinterval()
     if cfg.switch_interval_s is not None:
         sys.setswitchinterval(cfg.switch_interval_s)
     try:
-        return _run(store, tenant, cfg)
+        return _run(store, tenant, cfg, tick)
     finally:
         sys.setswitchinterval(interval)
 
 
-def _run(store: MemoryStore, tenant: str, cfg: MixedConfig) -> MixedReport:
+def _run(
+    store: MemoryStore, tenant: str, cfg: MixedConfig, tick: Callable[[int], None] | None
+) -> MixedReport:
     ledger = Ledger(tenant)
     since = utcnow() - timedelta(days=1)
     seeder = _Worker(store, ledger, cfg.seed, "seed", since)
@@ -420,7 +440,7 @@ def _run(store: MemoryStore, tenant: str, cfg: MixedConfig) -> MixedReport:
     store.add_many(archived)
     for op in (*[seeder.propose_claim] * _USERS, seeder.propose_episode, seeder.propose_broad):
         seeder.call(op)
-    workers = [_Worker(store, ledger, cfg.seed * 1000 + i, f"w{i}", since) for i in range(cfg.threads)]
+    workers = [_Worker(store, ledger, cfg.seed * 1000 + i, f"w{i}", since, tick) for i in range(cfg.threads)]
     readers = [
         _Worker(store, ledger, cfg.seed * 1000 + cfg.threads + i, f"r{i}", since) for i in range(cfg.readers)
     ]
@@ -444,6 +464,7 @@ def _run(store: MemoryStore, tenant: str, cfg: MixedConfig) -> MixedReport:
     return MixedReport(
         tenant=tenant,
         threads=cfg.threads,
+        readers=cfg.readers,
         operations=seeder.n + sum(w.n for w in workers + readers),
         seconds=round(seconds, 3),
         acknowledged=dict(sorted(ledger.acknowledged.items())),
