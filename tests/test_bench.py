@@ -303,11 +303,10 @@ def test_targets_follow_the_issue() -> None:
     assert opened["met"] is False
 
 
+@pytest.mark.parametrize("bench_rows", ["embedded"], indirect=True)  # store-file workloads: embedded only
 def test_engine_rows_report_open_memory_and_a_reader_beside_a_writer(
     bench_rows: dict[str, dict[str, Any]],
 ) -> None:
-    if bench_rows["ingest"]["backend"] != "embedded":
-        pytest.skip("the store-file workloads are the embedded engine's")
     opened, beside = bench_rows["open"], bench_rows["recall_beside_writer"]
     assert opened["open_ms"]["n"] == 3
     assert opened["file_mb"] > 0

