@@ -1,13 +1,27 @@
 // newer SUPERSEDES older from row.at; older.superseded_at keeps the earliest
 // effect time, mirrored in the gate list on its APPLIES_TO edge (entry 10).
+// Refused, and returned with a `refused` code (the backend then rolls the
+// transaction back): a row naming a record not in $tenant (unknown_record; no
+// edge crosses tenants), and one whose older record another record already
+// supersedes (already_superseded: a record has at most one successor).
+// Re-applying an existing edge (an import of an export) is no refusal.
 UNWIND $rows AS row
-MATCH (newer:Memory {tenant: $tenant, id: row.src})
-MATCH (older:Memory {tenant: $tenant, id: row.dst})
-MERGE (newer)-[e:SUPERSEDES]->(older)
-SET e.at = row.at, e.reason = row.reason
-SET older.superseded_at = CASE
-  WHEN older.superseded_at IS NULL OR row.at < older.superseded_at THEN row.at
-  ELSE older.superseded_at END
-WITH older
-MATCH (older)-[r:APPLIES_TO]->(:Scope)
-SET r.g = r.g[0..10] + [older.superseded_at] + r.g[11..]
+OPTIONAL MATCH (newer:Memory {tenant: $tenant, id: row.src})
+OPTIONAL MATCH (older:Memory {tenant: $tenant, id: row.dst})
+WITH row, newer, older, CASE
+  WHEN newer IS NULL OR older IS NULL THEN 'unknown_record'
+  WHEN EXISTS { (other:Memory)-[:SUPERSEDES]->(older) WHERE other <> newer } THEN 'already_superseded'
+  END AS refused
+CALL (row, newer, older, refused) {
+  WITH row, newer, older WHERE refused IS NULL
+  MERGE (newer)-[e:SUPERSEDES]->(older)
+  SET e.at = row.at, e.reason = row.reason
+  SET older.superseded_at = CASE
+    WHEN older.superseded_at IS NULL OR row.at < older.superseded_at THEN row.at
+    ELSE older.superseded_at END
+  WITH older
+  MATCH (older)-[r:APPLIES_TO]->(:Scope)
+  SET r.g = r.g[0..10] + [older.superseded_at] + r.g[11..]
+}
+WITH row, refused WHERE refused IS NOT NULL
+RETURN row.src AS src, row.dst AS dst, refused

@@ -12,6 +12,7 @@ from graphmem.errors import (
     GraphmemError,
     LineageError,
     NotFound,
+    TransactionConflict,
 )
 from graphmem.model import (
     AuditEvent,
@@ -73,6 +74,7 @@ __all__ = [
     "Source",
     "Status",
     "Tombstone",
+    "TransactionConflict",
     "Trust",
     "WriteDecision",
     "WriteOutcome",

@@ -4,20 +4,31 @@ from __future__ import annotations
 
 import functools
 import gc
+import random
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
 from graphmem.backends.base import Backend, Op
+from graphmem.errors import TransactionConflict
 from graphmem.model import MemoryRecord, ReadContext, Selection, WritePolicy
 
-__all__ = ["StoreCore", "bulk", "transactional"]
+__all__ = ["ATTEMPTS", "StoreCore", "bulk", "transactional"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
 S = TypeVar("S", bound="StoreCore")
+
+#: How often an operation runs before a ``TransactionConflict`` is raised to the caller.
+ATTEMPTS = 6
+#: Pauses before each repeat of a transaction that lost a race (with jitter, so two
+#: writers that deadlocked do not collide again in step).
+_PAUSES = (0.005, 0.02, 0.05, 0.1, 0.2)
+#: Per thread: the backends this thread is inside a ``transactional`` call of.
+_running = threading.local()
 
 _bulk_lock = threading.Lock()
 _bulk_depth = 0
@@ -50,12 +61,34 @@ def bulk() -> Iterator[None]:
 
 def transactional(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
     """Run a public write in one backend transaction: everything it reads to decide and every
-    op it applies commit together, or not at all (SPEC §9). Nested calls join the outer one."""
+    op it applies commit together, or not at all (SPEC §9). Nested calls join the outer one.
+
+    When the backend reports that the transaction lost a race (``TransactionConflict``:
+    a deadlock, a transient failure of the database), the outermost call runs the whole
+    operation again in a new transaction, so it decides on the state that won; after
+    ``ATTEMPTS`` runs the conflict is raised.
+    """
 
     @functools.wraps(method)
     def run(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        with self.backend.write():
-            return method(self, *args, **kwargs)
+        active: set[int] = _running.__dict__.setdefault("backends", set())
+        key = id(self.backend)
+        if key in active:
+            with self.backend.write():
+                return method(self, *args, **kwargs)
+        active.add(key)
+        try:
+            for pause in (*_PAUSES[: ATTEMPTS - 1], None):
+                try:
+                    with self.backend.write():
+                        return method(self, *args, **kwargs)
+                except TransactionConflict:
+                    if pause is None:
+                        raise
+                time.sleep(pause * random.uniform(0.5, 1.5))
+            raise AssertionError("unreachable")  # pragma: no cover
+        finally:
+            active.discard(key)
 
     return run
 

@@ -464,7 +464,15 @@ def _workload_names(values: tuple[str, ...]) -> tuple[str, ...]:
     "workload_values",
     multiple=True,
     help="Workloads to run, comma-separated or repeated [default: all of recall_selective, recall_broad, "
-    "explain, trace, forget, naive (Neo4j), langgraph (embedded)]. Ingest always runs.",
+    "explain, trace, forget, naive (Neo4j), langgraph (embedded), concurrency]. Ingest always runs.",
+)
+@click.option(
+    "--mixed-ops",
+    type=click.IntRange(min=1),
+    default=1250,
+    show_default=True,
+    help="Concurrency: operations per each of the 8 mixed threads (1,250: 10,000 in all), checked "
+    "against the invariants of SPEC §9 afterwards.",
 )
 @click.option(
     "--in-scope",
@@ -551,6 +559,7 @@ def bench(
     cascades: tuple[int, ...],
     forget_mode: str,
     naive_ks: tuple[int, ...],
+    mixed_ops: int,
     launch: bool,
     in_memory: bool,
     heap: str,
@@ -562,7 +571,9 @@ def bench(
     includes: tuple[str, ...],
 ) -> None:
     """Latency p50/p95/p99 and throughput of recall, explain, trace, forget and ingest, checked
-    against a brute-force oracle and compared with the naive and LangGraph baselines (docs/bench.md)."""
+    against a brute-force oracle and compared with the naive and LangGraph baselines; a long run of
+    mixed operations on many threads checked against the concurrency invariants, and recall
+    throughput with 1, 4 and 16 client threads (docs/bench.md)."""
     import dataclasses
     import functools
     from pathlib import Path
@@ -580,7 +591,11 @@ def bench(
     if not sizes:
         sizes = (10_000, 100_000) if backend == "embedded" else (10_000, 100_000, 1_000_000)
     base = BenchConfig(
-        in_scope=in_scope, repeats=repeats, budget_s=budget, forget_mode=ForgetMode(forget_mode)
+        in_scope=in_scope,
+        repeats=repeats,
+        budget_s=budget,
+        forget_mode=ForgetMode(forget_mode),
+        mixed_ops=mixed_ops,
     )
     if cascades:
         base = dataclasses.replace(base, cascades=cascades)

@@ -9,6 +9,7 @@ __all__ = [
     "GraphmemError",
     "LineageError",
     "NotFound",
+    "TransactionConflict",
 ]
 
 
@@ -49,6 +50,17 @@ class ConflictError(GraphmemError):
     """The write conflicts with what is stored (duplicate id, concurrent change, …)."""
 
     default_code = "conflict"
+
+
+class TransactionConflict(ConflictError):
+    """Another operation changed what this one read before it could finish (a deadlock
+    between two writers, a selected record changed between recall's gate and fetch).
+
+    The store runs the whole operation again on the new state, a bounded number of
+    times, and raises this only when every attempt lost such a race.
+    """
+
+    default_code = "transaction_conflict"
 
 
 class BackendUnavailable(GraphmemError):

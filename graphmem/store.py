@@ -30,7 +30,7 @@ from graphmem._args import (
     check_tenant,
     check_text,
 )
-from graphmem._core import bulk, transactional
+from graphmem._core import ATTEMPTS, bulk, transactional
 from graphmem.backends.base import (
     AddEdge,
     AppendAudit,
@@ -42,7 +42,7 @@ from graphmem.backends.base import (
     ScopeWithin,
 )
 from graphmem.contracts import check_record
-from graphmem.errors import ConflictError, ContractViolation, LineageError, NotFound
+from graphmem.errors import ConflictError, ContractViolation, LineageError, NotFound, TransactionConflict
 from graphmem.gated import LIMITED, as_gated
 from graphmem.lineage import FORGOTTEN, support_count, support_ends
 from graphmem.lineage_ops import LineageOps
@@ -546,21 +546,30 @@ class MemoryStore(LineageOps, WriteGateOps):
         ctx, query, embedding = self._read_args("recall", ctx, query, query_embedding)
         check_flag(explain, "explain")
         actor = check_text(actor, "actor", max_chars=256, optional=True)
-        with self.backend.reading():
-            receipt, decisions = self._recall_now(ctx, query, explain, embedding)
-            event = None
-            if audit:
-                event = AuditEvent(
-                    tenant=ctx.tenant,
-                    action="recalled",
-                    actor=actor,
-                    record_ids=receipt.selected_ids,
-                    at=self.clock(),
-                    details={"receipt": receipt.digest, "context": receipt.context_digest},
-                )
-            # The selected records and the audit event in one round trip where the backend can.
-            records = tuple(self.backend.recalled(ctx.tenant, receipt.selected_ids, event))
-        return Selection(records=records, decisions=decisions, receipt=receipt)
+        for attempt in range(1, ATTEMPTS + 1):
+            with self.backend.reading():
+                receipt, decisions = self._recall_now(ctx, query, explain, embedding)
+                event = None
+                if audit:
+                    event = AuditEvent(
+                        tenant=ctx.tenant,
+                        action="recalled",
+                        actor=actor,
+                        record_ids=receipt.selected_ids,
+                        at=self.clock(),
+                        details={"receipt": receipt.digest, "context": receipt.context_digest},
+                    )
+                # The selected records and the audit event in one round trip where the backend
+                # can. A backend whose reads are not one snapshot refuses records that changed
+                # since its gate saw them (TransactionConflict): then gate again.
+                try:
+                    records = tuple(self.backend.recalled(ctx.tenant, receipt.selected_ids, event))
+                except TransactionConflict:
+                    if attempt == ATTEMPTS:
+                        raise
+                    continue
+            return Selection(records=records, decisions=decisions, receipt=receipt)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _recall_now(
         self, ctx: ReadContext, query: str, explain: bool, query_embedding: Sequence[float] | None

@@ -35,6 +35,8 @@ CONFIG = BenchConfig(
     cascades=CASCADES,
     forget_repeats=3,
     naive_ks=(5, 1000),
+    mixed_ops=5,
+    clients_s=0.2,
 )
 
 
@@ -78,6 +80,8 @@ def test_every_workload_of_the_backend_ran(bench_rows: dict[str, dict[str, Any]]
         "explain_one",
         "trace",
         *FORGETS,
+        "concurrency_mixed",
+        "concurrency_recall",
     }
     only = (
         {"naive_topk_filter"}
@@ -117,6 +121,23 @@ def test_explain_gives_every_decision_and_agrees_with_itself(bench_rows: dict[st
     assert bench_rows["explain_recall"]["recall_equals_oracle"] is True
     assert bench_rows["explain_recall"]["decision_per_candidate"] is True
     assert bench_rows["explain_one"]["agrees_with_explain_recall"] is True
+
+
+def test_concurrency_counts_operations_violations_and_recalls(
+    bench_rows: dict[str, dict[str, Any]],
+) -> None:
+    mixed = bench_rows["concurrency_mixed"]
+    assert (mixed["threads"], mixed["readers"]) == (8, 4)
+    assert mixed["operations"] >= 8 * CONFIG.mixed_ops
+    assert mixed["acknowledged"] + mixed["refused"] <= mixed["operations"]
+    assert mixed["violations_total"] == sum(mixed["violations"].values())
+    # A toy run is far from the 10,000 operations the target asks for.
+    assert (mixed["target"], mixed["met"]) == ("≥ 10,000 operations, 0 invariant violations", False)
+    recall = bench_rows["concurrency_recall"]  # the last client count
+    assert recall["clients"] == 16
+    assert recall["recalls"] == recall["latency"]["n"] > 0
+    assert recall["per_s"] > 0
+    assert recall["recall_equals_oracle"] is True
 
 
 def test_trace_reaches_depth_ten(bench_rows: dict[str, dict[str, Any]]) -> None:
@@ -282,11 +303,10 @@ def test_targets_follow_the_issue() -> None:
     assert opened["met"] is False
 
 
+@pytest.mark.parametrize("bench_rows", ["embedded"], indirect=True)  # store-file workloads: embedded only
 def test_engine_rows_report_open_memory_and_a_reader_beside_a_writer(
     bench_rows: dict[str, dict[str, Any]],
 ) -> None:
-    if bench_rows["ingest"]["backend"] != "embedded":
-        pytest.skip("the store-file workloads are the embedded engine's")
     opened, beside = bench_rows["open"], bench_rows["recall_beside_writer"]
     assert opened["open_ms"]["n"] == 3
     assert opened["file_mb"] > 0

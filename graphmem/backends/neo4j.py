@@ -1,24 +1,26 @@
 """The Neo4j 5 backend: every statement is a parameterised file in ``cypher/``.
 
-Times are stored as integer microseconds since the Unix epoch (UTC) so the
-gate's comparisons are exact; each record also keeps its canonical JSON so a
-read returns exactly what was written. Its gate inputs are one list on its
-``APPLIES_TO`` edge (``r.g``, see ``gate.cypher``), held with copies of the
-record's tenant, scope, policy and id in one range index, so the gate reads
-every candidate from that index. The gate runs inside the database and mirrors
-``graphmem.gate.drop_reason``; it returns one row of parallel lists, which the
-driver decodes far faster than a row per candidate.
+A record's gate inputs are one list on its ``APPLIES_TO`` edge (``r.g``, see
+``gate.cypher``), held with copies of the record's tenant, scope, policy and id
+in one range index, so the gate reads every candidate from that index. The gate
+runs inside the database and mirrors ``graphmem.gate.drop_reason``; it returns
+one row of parallel lists, which the driver decodes far faster than a row per
+candidate. How records become rows is in ``neo4j_rows``; what is kept in process
+between recalls, in ``neo4j_cache``.
+
+A store's write runs in one explicit transaction (``write()``) that first takes
+its tenant's lock, so writers of a tenant decide one after another on committed
+state; reads outside a write are auto-commit statements, and recall re-checks the
+records it returns against what its gate saw.
 """
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import neo4j
@@ -37,251 +39,45 @@ from graphmem.backends.base import (
     UpdateRecord,
 )
 from graphmem.backends.cypher import cypher, statements
-from graphmem.errors import BackendUnavailable, ConflictError, GraphmemError
-from graphmem.gate import validity_window
-from graphmem.gated import Verdicts, ViewGate
-from graphmem.model import (
-    AuditEvent,
-    DropReason,
-    Kind,
-    MemoryRecord,
-    ReadContext,
-    Source,
-    Status,
-    Tombstone,
-    scope_type,
+from graphmem.backends.neo4j_cache import DocCache, GateMemo, Memo, fingerprint_tokens
+from graphmem.backends.neo4j_rows import (
+    KINDS,
+    RECORD_ROW,
+    STATUSES,
+    Tx,
+    from_micros,
+    lock_names,
+    micros,
+    op_row,
+    record_of,
+    send_ops,
+    source_of,
 )
-from graphmem.model.canonical import sha256
+from graphmem.errors import BackendUnavailable, ConflictError, GraphmemError, TransactionConflict
+from graphmem.gated import Verdicts, ViewGate
+from graphmem.model import AuditEvent, DropReason, MemoryRecord, ReadContext, Source, Status
 
-__all__ = ["DOC_CACHE", "RECORD_ROW", "SCHEMA_VERSION", "Neo4jBackend", "fingerprint_tokens", "record_of"]
+__all__ = [
+    "DOC_CACHE",
+    "RECORD_ROW",
+    "SCHEMA_VERSION",
+    "Neo4jBackend",
+    "fingerprint_tokens",
+    "micros",
+    "record_of",
+]
 
 SCHEMA_VERSION = 4
 #: Records whose text (content, embedding) a backend keeps for ranking, by default.
 DOC_CACHE = 200_000
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICRO = timedelta(microseconds=1)
-_last_ord = 0
-_BATCH = 2500
-#: Kinds in the order of their code in the gate list (``$kind_mask`` follows it).
-_KINDS = (Kind.WORKING, Kind.EPISODIC, Kind.SEMANTIC, Kind.PROCEDURAL)
-_KIND_CODE = {kind: i for i, kind in enumerate(_KINDS)}
-#: Stand-ins for absent times in the gate list (a stored list cannot hold null).
-_ALWAYS = -(2**63 - 1)
-_NEVER = 2**63 - 1
-#: The layout of a record row in create_records.cypher and put_records.cypher.
-RECORD_ROW = (
-    "id",
-    "kind",
-    "scope",
-    "content",
-    "content_hash",
-    "status",
-    "policy",
-    "sensitivity",
-    "confidence",
-    "outcome",
-    "writer",
-    "procedure_name",
-    "procedure_version",
-    "preconditions",
-    "tags",
-    "embedding",
-    "created_at",
-    "event_time",
-    "valid_from",
-    "valid_to",
-    "expires_at",
-    "fingerprint",
-    "json",
-    "tombstone",
-    "gate",
-    "sources",
-)
-#: Statuses by the code the gate list holds for them (0 = active).
-_STATUSES = [status.value for status in Status]
-_STATUS_CODE = {status: code for code, status in enumerate(Status)}
-#: Kept out of the stored JSON: their own properties are the truth, so a status
-#: change rewrites a few small properties, not the JSON.
-_MUTABLE = {"status", "tombstone"}
 _REASONS: dict[str, DropReason | None] = {"": None, **{r.value: r for r in DropReason}}
 #: Pauses between attempts of a read that failed in a retryable way.
 _READ_PAUSES = (0.05, 0.2, 1.0)
 #: Failures the driver reports from the server or the connection, releasing the
 #: transaction's connection as it does.
 _SERVER_FAILURES = (neo4j_errors.Neo4jError, neo4j_errors.ServiceUnavailable, neo4j_errors.SessionExpired)
-_PARAM = re.compile(r"\$([A-Za-z_]\w*)")
 T = TypeVar("T")
 _Retryable = type[neo4j_errors.Neo4jError] | type[neo4j_errors.DriverError]
-
-
-def micros(value: datetime | None) -> int | None:
-    """Integer microseconds since the epoch, or None."""
-    return None if value is None else (value - _EPOCH) // _MICRO
-
-
-def from_micros(value: int | None) -> datetime | None:
-    return None if value is None else _EPOCH + value * _MICRO
-
-
-def _source(props: dict[str, Any]) -> Source:
-    return Source.model_validate({k: v for k, v in props.items() if v is not None})
-
-
-def _next_ord() -> int:
-    """A strictly increasing number that orders audit events written within one microsecond."""
-    global _last_ord
-    _last_ord = max(_last_ord + 1, time.time_ns())
-    return _last_ord
-
-
-def fingerprint_tokens(fingerprint: str) -> tuple[int, int]:
-    """The two integers the gate reports in place of a fingerprint: its first 120 bits
-    (30 hex digits, 15 per integer, so each fits a signed 64-bit integer)."""
-    return int(fingerprint[:15], 16), int(fingerprint[15:30], 16)
-
-
-def _gate_list(record: MemoryRecord, fingerprint: str) -> list[int]:
-    """The record's gate inputs as gate.cypher reads them, without the two edge times."""
-    start, end = validity_window(record)
-    recency = record.valid_from or record.event_time or record.created_at
-    return [
-        _KIND_CODE[record.kind],
-        _STATUS_CODE[record.status],
-        _ALWAYS if start is None else (start - _EPOCH) // _MICRO,
-        _NEVER if end is None else (end - _EPOCH) // _MICRO,
-        record.sensitivity.rank,
-        1 if record.succeeded else 0,
-        (recency - _EPOCH) // _MICRO,
-        0 if record.embedding is None else 1,
-        *fingerprint_tokens(fingerprint),
-    ]
-
-
-def _stored(record: MemoryRecord) -> tuple[str, str, str | None]:
-    """(JSON without status and tombstone, fingerprint, tombstone JSON or None).
-
-    The fingerprint is ``MemoryRecord.fingerprint`` (over the whole record), the
-    same on every backend.
-    """
-    tombstone = None if record.tombstone is None else record.tombstone.model_dump_json()
-    return record.model_dump_json(exclude=_MUTABLE), sha256(record.model_dump_json()), tombstone
-
-
-def record_of(stored: Sequence[Any]) -> MemoryRecord:
-    """A record from what a read returns: [json, status, tombstone JSON or null].
-
-    Version-1 JSON still carries status and tombstone; the node's status always
-    wins, and its tombstone when it has one.
-    """
-    text, status, tombstone = stored
-    record = MemoryRecord.model_validate_json(text)
-    if record.status.value == status and tombstone is None:
-        return record
-    update: dict[str, Any] = {"status": Status(status)}
-    if tombstone is not None:
-        update["tombstone"] = Tombstone.model_validate_json(tombstone)
-    return record.model_copy(update=update)
-
-
-def _sources(sources: Iterable[Source]) -> list[dict[str, Any]]:
-    # Quotes live only in the records that carry them, so erasing a record erases its quotes.
-    return [s.model_dump(mode="json", exclude={"quote"}) for s in sources]
-
-
-def _record_row(record: MemoryRecord) -> list[Any]:
-    """A record as the list ``RECORD_ROW`` lays out."""
-    text, fingerprint, tombstone = _stored(record)
-    return [
-        record.id,
-        record.kind.value,
-        record.scope,
-        record.content,
-        record.content_hash,
-        record.status.value,
-        record.policy,
-        record.sensitivity.value,
-        record.confidence,
-        record.outcome,
-        record.writer,
-        record.procedure_name,
-        record.procedure_version,
-        list(record.preconditions),
-        list(record.tags),
-        None if record.embedding is None else list(record.embedding),
-        micros(record.created_at),
-        micros(record.event_time),
-        micros(record.valid_from),
-        micros(record.valid_to),
-        micros(record.expires_at),
-        fingerprint,
-        text,
-        tombstone,
-        _gate_list(record, fingerprint),
-        _sources(record.sources),
-    ]
-
-
-def _update_row(record: MemoryRecord) -> list[Any]:
-    """What an UpdateRecord may change: status, and what erasure removes (update_records.cypher)."""
-    text, fingerprint, tombstone = _stored(record)
-    return [
-        record.id,
-        record.status.value,
-        tombstone,
-        record.content,
-        record.content_hash,
-        None if record.embedding is None else list(record.embedding),
-        list(record.tags),
-        fingerprint,
-        text,
-        _gate_list(record, fingerprint),
-    ]
-
-
-def _rows(op: Op) -> tuple[str, str, Any]:
-    """(statement file, tenant, row) of one operation."""
-    if isinstance(op, PutRecord):
-        return ("put_records" if op.replace else "create_records"), op.record.tenant, op.record
-    if isinstance(op, UpdateRecord):
-        return "update_records", op.record.tenant, op.record
-    if isinstance(op, ScopeWithin):
-        row: dict[str, Any] = {
-            "child": op.child,
-            "parent": op.parent,
-            "child_type": scope_type(op.child),
-            "parent_type": scope_type(op.parent),
-        }
-        return "scope_within", op.tenant, row
-    if isinstance(op, RelateScopes):
-        row = {
-            "a": op.a,
-            "b": op.b,
-            "rel_type": op.rel_type,
-            "a_type": scope_type(op.a),
-            "b_type": scope_type(op.b),
-        }
-        return "relate_scopes", op.tenant, row
-    if isinstance(op, AddEdge):
-        row = {
-            "src": op.src,
-            "dst": op.dst,
-            "dst_is_source": op.dst_is_source,
-            "at": micros(op.at),
-            "reason": op.reason,
-        }
-        return ("add_supersedes" if op.label == "SUPERSEDES" else "add_invalidated_by"), op.tenant, row
-    if isinstance(op, AppendAudit):
-        event = op.event
-        row = {
-            "id": event.id,
-            "action": event.action,
-            "at": micros(event.at),
-            "ord": _next_ord(),
-            "record_ids": list(event.record_ids),
-            "json": event.model_dump_json(),
-        }
-        return "append_audit", event.tenant, row
-    raise GraphmemError(f"unknown operation {op!r}", code="unknown_operation")
 
 
 def _verdicts(
@@ -291,180 +87,28 @@ def _verdicts(
     return [(i, f, _REASONS[r]) for i, f, r in zip(ids, fingerprints, reasons, strict=True)]
 
 
-def _chunk_params(name: str, rows: list[Any]) -> Iterator[dict[str, Any]]:
-    """The parameters of each chunk of one statement group, at most ``_BATCH`` rows each."""
-    for i in range(0, len(rows), _BATCH):
-        chunk = rows[i : i + _BATCH]
-        if name in ("create_records", "put_records"):
-            groups: dict[str, list[Any]] = {}
-            for record in chunk:
-                group = groups.get(record.scope)
-                if group is None:
-                    group = groups[record.scope] = [record.scope, scope_type(record.scope), []]
-                group[2].append(_record_row(record))
-            lineage = [[r.id, parent] for r in chunk for parent in r.derived_from]
-            yield {"groups": list(groups.values()), "lineage": lineage}
-        elif name == "update_records":
-            yield {
-                "rows": [_update_row(record) for record in chunk],
-                # One update per source: records citing the same source carry the same state.
-                "sources": _sources({s.id: s for record in chunk for s in record.sources}.values()),
-            }
-        else:
-            yield {"rows": chunk}
+def _lock(tx: Tx, tenants: Iterable[str]) -> None:
+    """Take the write locks of ``tenants`` in ``tx`` (lock_tenants.cypher)."""
+    tx.run(cypher("lock_tenants"), {"locks": lock_names(tenants)}).consume()
 
 
-_Entry = tuple[int, int, str, str | None, tuple[float, ...] | None, MemoryRecord | None]
-"""Fingerprint tokens, fingerprint, content and embedding (None when not held), and the
-whole record once a recall selected it."""
+class _Write:
+    """One thread's open write transaction (``Neo4jBackend.write``)."""
 
+    __slots__ = ("broken", "locked", "poisoned", "session", "tx", "written")
 
-class _DocCache:
-    """What recall reads of recently gated records, by tenant and id: each candidate's
-    fingerprint, the survivors' text (content, embedding) for ranking, and the
-    selected records themselves.
-
-    The gate reports each candidate's fingerprint tokens (``fingerprint_tokens``)
-    instead of its 64-digit fingerprint; an entry is used only while those tokens
-    are the ones it holds, so a changed record is never ranked on old text,
-    receipted with an old fingerprint or returned in an old state. This backend's
-    own writes drop the entries of the records they touch, so erased text does
-    not stay here. Oldest entries go first once ``capacity`` is reached.
-    """
-
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self._entries: dict[tuple[str, str], _Entry] = {}
-        self._lock = threading.Lock()
-
-    def held(
-        self, tenant: str, ids: list[str], first: list[int], second: list[int], survivor: list[bool]
-    ) -> tuple[list[str], dict[str, tuple[str, tuple[float, ...] | None]], list[int]]:
-        """For the gate's parallel lists (ids, both fingerprint tokens, survivor flags): each
-        candidate's fingerprint ("" where not held for its tokens), the survivors' held text,
-        and the positions of the candidates whose fingerprint or (survivors) text is missing."""
-        fingerprints: list[str] = []
-        docs: dict[str, tuple[str, tuple[float, ...] | None]] = {}
-        missing: list[int] = []
-        entries = self._entries
-        with self._lock:
-            for k, rid in enumerate(ids):
-                entry = entries.get((tenant, rid))
-                if entry is None or entry[0] != first[k] or entry[1] != second[k]:
-                    fingerprints.append("")
-                    missing.append(k)
-                    continue
-                fingerprints.append(entry[2])
-                if survivor[k]:
-                    if entry[3] is None:
-                        missing.append(k)
-                    else:
-                        docs[rid] = (entry[3], entry[4])
-        return fingerprints, docs, missing
-
-    def put_many(
-        self, tenant: str, rows: Iterable[tuple[str, str, str | None, Sequence[float] | None]]
-    ) -> None:
-        """Hold (id, fingerprint, content or None, embedding) rows, replacing what was held."""
-        if self.capacity <= 0:
-            return
-        entries = self._entries
-        with self._lock:
-            for rid, fingerprint, content, embedding in rows:
-                entries.pop((tenant, rid), None)
-                entries[(tenant, rid)] = (
-                    *fingerprint_tokens(fingerprint),
-                    fingerprint,
-                    content,
-                    None if embedding is None else tuple(embedding),
-                    None,
-                )
-            while len(entries) > self.capacity:
-                del entries[next(iter(entries))]
-
-    def records(self, tenant: str, keys: Iterable[tuple[str, str]]) -> dict[str, MemoryRecord]:
-        """The records held whole with the fingerprint asked for, of (id, fingerprint) ``keys``."""
-        found: dict[str, MemoryRecord] = {}
-        with self._lock:
-            for rid, fingerprint in keys:
-                entry = self._entries.get((tenant, rid))
-                if entry is not None and entry[2] == fingerprint and entry[5] is not None:
-                    found[rid] = entry[5]
-        return found
-
-    def put_record(self, tenant: str, fingerprint: str, record: MemoryRecord) -> None:
-        """Hold a record whole, if its entry is for the same fingerprint."""
-        with self._lock:
-            entry = self._entries.get((tenant, record.id))
-            if entry is not None and entry[2] == fingerprint:
-                self._entries[(tenant, record.id)] = (*entry[:5], record)
-
-    def drop(self, keys: Iterable[tuple[str, str]]) -> None:
-        with self._lock:
-            for key in keys:
-                self._entries.pop(key, None)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-
-
-class _GateMemo:
-    """The verdicts recent gates were turned into, by exactly what the server reported.
-
-    A gate whose report (candidates' fingerprint tokens, reasons and recency) equals
-    an earlier one's gets that one's verdicts back: the same ranking inputs, the
-    digests already made. The tokens pin every candidate's state, so nothing
-    changed can match. Entries go by tenant when this backend writes a record of
-    it (as the document cache's do), the oldest first once ``capacity``
-    candidates are held.
-    """
-
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self._entries: dict[tuple[object, ...], _Memo] = {}
-        self._held = 0
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple[object, ...], ids: list[str]) -> _Memo | None:
-        with self._lock:
-            found = self._entries.pop(key, None)
-            if found is not None:
-                self._entries[key] = found  # most recently used last
-        return found if found is not None and found.ids == ids else None
-
-    def put(self, key: tuple[object, ...], memo: _Memo) -> None:
-        size = len(memo.ids)
-        if size > self.capacity:
-            return
-        with self._lock:
-            old = self._entries.pop(key, None)
-            self._held += size - (0 if old is None else len(old.ids))
-            self._entries[key] = memo
-            while self._held > self.capacity:
-                oldest = next(iter(self._entries))
-                self._held -= len(self._entries.pop(oldest).ids)
-
-    def drop_tenants(self, tenants: set[str]) -> None:
-        if not tenants:
-            return
-        with self._lock:
-            for key in [k for k in self._entries if k[0] in tenants]:
-                self._held -= len(self._entries.pop(key).ids)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-            self._held = 0
-
-
-@dataclass(frozen=True, slots=True)
-class _Memo:
-    """A gate's verdicts with what recall needs beside them."""
-
-    ids: list[str]
-    verdicts: Verdicts
-    fingerprints: dict[str, str]  # survivor id -> fingerprint
+    def __init__(self, session: neo4j.Session, tx: neo4j.Transaction) -> None:
+        self.session = session
+        self.tx = tx
+        #: Tenants whose lock this transaction holds.
+        self.locked: set[str] = set()
+        #: (tenant, id) of every record it wrote: their held text goes again after commit.
+        self.written: list[tuple[str, str]] = []
+        #: A statement failed: the server rolled the transaction back and the driver
+        #: took its connection back, so the transaction must not be touched again.
+        self.broken = False
+        #: A write that failed part-way: nothing more may run in it and it must not commit.
+        self.poisoned: BaseException | None = None
 
 
 class Neo4jBackend:
@@ -483,9 +127,13 @@ class Neo4jBackend:
         self.uri = uri
         self._owns_driver = False
         self._schema_ok = False
-        self._docs = _DocCache(doc_cache)
-        self._memo = _GateMemo(doc_cache // 4)
+        self._docs = DocCache(doc_cache)
+        self._memo = GateMemo(doc_cache // 4)
         self._gated = threading.local()  # fingerprints: survivors of this thread's last gate
+        self._writing = threading.local()  # open: this thread's write transaction (_Write)
+        # Causal consistency across this backend's sessions: each transaction sees every one
+        # this backend committed before it, on a cluster's followers too.
+        self._bookmarks = neo4j.GraphDatabase.bookmark_manager()
 
     @classmethod
     def connect(
@@ -531,7 +179,9 @@ class Neo4jBackend:
 
     def _session(self, write: bool) -> neo4j.Session:
         mode = neo4j.WRITE_ACCESS if write else neo4j.READ_ACCESS
-        return self.driver.session(database=self.database, default_access_mode=mode)
+        return self.driver.session(
+            database=self.database, default_access_mode=mode, bookmark_manager=self._bookmarks
+        )
 
     @contextmanager
     def _errors(self, write: bool) -> Iterator[None]:
@@ -555,6 +205,11 @@ class Neo4jBackend:
             )
         if isinstance(err, neo4j_errors.ConstraintError):
             return ConflictError(f"the write conflicts with stored data: {err.message}")
+        if isinstance(err, neo4j_errors.Neo4jError) and err.is_retryable():
+            return TransactionConflict(
+                f"Neo4j gave up the transaction for another one ({err.code}); running it again "
+                "decides on what that one wrote"
+            )
         if (
             isinstance(err, neo4j_errors.ClientError)
             and err.code == "Neo.ClientError.Database.DatabaseNotFound"
@@ -622,8 +277,15 @@ class Neo4jBackend:
 
     def _auto(self, name: str, write: bool, params: dict[str, Any]) -> list[neo4j.Record]:
         """One statement in an auto-commit transaction, retried on retryable failures: only
-        for reads and for writes that are idempotent."""
+        for reads and for writes that are idempotent. Inside this thread's ``write()`` it
+        runs in that transaction instead, after the lock of its tenant."""
         query = cypher(name)
+        open_ = self._open()
+        if open_ is not None:
+            tenant = params.get("tenant")
+            return self._within(
+                open_, () if tenant is None else (tenant,), lambda tx: list(tx.run(query, params)), write
+            )
 
         def attempt() -> list[neo4j.Record]:
             with self._session(write=write) as session:
@@ -711,46 +373,124 @@ class Neo4jBackend:
     # -- writes -----------------------------------------------------------
 
     def apply(self, ops: Sequence[Op]) -> None:
+        """Apply every op or none of them: in this thread's ``write()`` transaction if one is
+        open, else in a transaction of their own. Either way the lock of every tenant they
+        touch is taken first."""
         self._require_schema()
-        # Before the write, so no reader can keep text this write replaces (an erasure).
-        written = [op.record for op in ops if isinstance(op, PutRecord | UpdateRecord)]
-        self._docs.drop((record.tenant, record.id) for record in written)
-        self._memo.drop_tenants({record.tenant for record in written})
-        groups: list[tuple[str, str, list[Any]]] = []
-        for op in ops:
-            name, tenant, row = _rows(op)
-            if groups and groups[-1][:2] == (name, tenant):
-                groups[-1][2].append(row)
-            else:
-                groups.append((name, tenant, [row]))
+        written = [(op.record.tenant, op.record.id) for op in ops if isinstance(op, PutRecord | UpdateRecord)]
+        # Before the write, so no reader can keep text this write replaces (an erasure);
+        # again once it is committed (see DocCache.put_many).
+        self._drop_held(written)
+        tenants = {op_row(op)[1] for op in ops}
+        open_ = self._open()
+        if open_ is not None:
+            open_.written += written
+            self._within(open_, tenants, lambda tx: send_ops(tx, ops), True)
+            return
 
         def work(tx: neo4j.ManagedTransaction) -> None:
-            pending: neo4j.Result | None = None
-
-            def send(query: str, tenant: str, params: dict[str, Any]) -> None:
-                # Pipelined: the next chunk's rows are built while the server runs this one.
-                nonlocal pending
-                used = {k: params[k] for k in _PARAM.findall(query) if k in params}
-                result = tx.run(query, {"tenant": tenant, **used})
-                if pending is not None:
-                    pending.consume()
-                pending = result
-
-            for name, tenant, rows in groups:
-                # Statement by statement over every chunk: a file's later statement (lineage
-                # edges) may need nodes from any chunk of its first.
-                first, *rest = statements(name)
-                built = []
-                for params in _chunk_params(name, rows):
-                    built.append(params)
-                    send(first, tenant, params)
-                for query in rest:
-                    for params in built:
-                        send(query, tenant, params)
-            if pending is not None:
-                pending.consume()
+            _lock(tx, tenants)
+            send_ops(tx, ops)
 
         self._run(work, write=True)
+        self._drop_held(written)
+
+    def _drop_held(self, written: Iterable[tuple[str, str]]) -> None:
+        """Forget what the document cache and the gate memos hold of these records."""
+        keys = list(written)
+        self._docs.drop(keys)
+        self._memo.drop_tenants({tenant for tenant, _ in keys})
+
+    # -- transactions -----------------------------------------------------
+
+    def _open(self) -> _Write | None:
+        found: _Write | None = getattr(self._writing, "open", None)
+        return found
+
+    def write(self) -> AbstractContextManager[object]:
+        """One explicit write transaction for every read and ``apply`` this thread makes
+        inside the block (re-entrant: a nested block joins it); committed when the block
+        ends, rolled back when it raises.
+
+        Neo4j reads at read committed: what a transaction reads may change before it
+        writes. So the first statement a transaction runs for a tenant updates that
+        tenant's lock node (lock_tenants.cypher), and every writer of a tenant, in any
+        process, waits there until the one before it has committed: its reads, its
+        decisions and its writes are one step. Readers take no lock. A deadlock or
+        another transient failure of the server is a ``TransactionConflict``, which the
+        store answers by running the whole operation again.
+        """
+        return self._transaction()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        if self._open() is not None:
+            yield
+            return
+        with self._errors(True):
+            session = self._session(True)
+            try:
+                tx = session.begin_transaction()
+            except BaseException:
+                session.close()
+                raise
+        open_ = _Write(session, tx)
+        self._writing.open = open_
+        committed = False
+        try:
+            yield
+            if open_.poisoned is not None:
+                raise TransactionConflict(
+                    "a write of this operation failed part-way, so its transaction was rolled back; "
+                    "run the operation again"
+                ) from open_.poisoned
+            self._within(open_, (), self._commit, True)
+            committed = True
+        finally:
+            self._writing.open = None
+            if committed:
+                session.close()
+            else:
+                # Rolls the transaction back, unless the server already did (the driver
+                # then holds no connection for this session any more and touches none).
+                with suppress(neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError):
+                    session.close()
+            self._drop_held(open_.written)
+
+    def _commit(self, tx: Tx) -> None:
+        assert isinstance(tx, neo4j.Transaction)
+        try:
+            tx.commit()
+        except (neo4j_errors.ServiceUnavailable, neo4j_errors.SessionExpired) as err:
+            raise BackendUnavailable(
+                f"lost the connection to Neo4j at {self.uri} while it committed: the write may have "
+                f"been stored or rolled back; check before you retry ({err})",
+                code="connection_lost",
+            ) from err
+
+    def _within(self, open_: _Write, tenants: Iterable[str], work: Callable[[Tx], T], changes: bool) -> T:
+        """``work`` in this thread's open transaction, after the locks of ``tenants`` it does
+        not hold yet. A failure in a statement breaks the transaction; any failure of
+        ``work`` that ``changes`` the graph poisons it (it may have written part)."""
+        if open_.broken or open_.poisoned is not None:
+            raise TransactionConflict(
+                "an earlier failure already rolled this operation's transaction back; run the operation again"
+            )
+        try:
+            with self._errors(True):
+                try:
+                    new = set(tenants) - open_.locked
+                    if new:
+                        _lock(open_.tx, new)
+                        open_.locked |= new
+                    return work(open_.tx)
+                except (neo4j_errors.Neo4jError, neo4j_errors.DriverError):
+                    open_.broken = True
+                    raise
+        except BaseException as err:
+            if changes:
+                open_.poisoned = err
+            raise
 
     # -- reads ------------------------------------------------------------
 
@@ -788,9 +528,9 @@ class Neo4jBackend:
             record_id=record_id,
             entry_scopes=list(ctx.entry_scopes),
             own_runs=list(ctx.own_runs),
-            kind_mask=[kind in ctx.kinds for kind in _KINDS],
+            kind_mask=[kind in ctx.kinds for kind in KINDS],
             policy=ctx.policy,
-            statuses=_STATUSES,
+            statuses=STATUSES,
             now=micros(ctx.now),
             clearance_rank=ctx.clearance.rank,
             environment=list(ctx.environment),
@@ -808,13 +548,15 @@ class Neo4jBackend:
         tokens), the gate runs again with every fingerprint and survivor's text.
         A report equal to a recent one reuses that one's verdicts.
         """
+        tenant = ctx.tenant
+        # Before the reads: what a write drops meanwhile is not kept from them.
+        epochs = self._docs.epoch(tenant), self._memo.epoch(tenant)
         gated = self._gate(ctx, None, fingerprints=False, with_content=False)
         ids: list[str] = gated["ids"]
         first: list[int] = gated["first"]
         second: list[int] = gated["second"]
         reasons: list[str] = gated["reasons"]
         recency: list[int] = gated["recency"]
-        tenant = ctx.tenant
         key = (tenant, tuple(first), tuple(second), tuple(reasons), tuple(recency))
         memo = self._memo.get(key, ids)
         if memo is not None:
@@ -837,15 +579,15 @@ class Neo4jBackend:
                 fingerprints[k] = row[1]
                 if survivor[k]:
                     held[row[0]] = (row[2], None if row[3] is None else tuple(row[3]))
-            self._docs.put_many(tenant, fetched)
+            self._docs.put_many(tenant, fetched, epochs[0])
         verdicts = _verdicts(ids, fingerprints, reasons)
         alive = [(rid, fp) for rid, fp, r in verdicts if r is None]
         survivors = [
             (rid, held[rid][0], at / 1_000_000, held[rid][1])
             for (rid, _), at in zip(alive, recency, strict=True)
         ]
-        memo = _Memo(ids, Verdicts.of_rows(verdicts, survivors), dict(alive))
-        self._memo.put(key, memo)
+        memo = Memo(ids, Verdicts.of_rows(verdicts, survivors), dict(alive))
+        self._memo.put(key, memo, epochs[1])
         self._gated.fingerprints = memo.fingerprints
         return ViewGate(memo.verdicts)
 
@@ -875,18 +617,29 @@ class Neo4jBackend:
 
         A record this thread's last gate saw is taken from the document cache if
         it is held whole with the fingerprint that gate reported; the others are
-        read from the server (as they are now) and held for the next recall.
+        read from the server and held for the next recall. Raises
+        ``TransactionConflict``, appending nothing, when one of those no longer has
+        the fingerprint the gate saw (forgotten or changed since): the caller gates
+        again, so a recall never returns a record in a state its gate did not pass.
         """
         gated = getattr(self._gated, "fingerprints", {})
         held = self._docs.records(tenant, ((rid, gated[rid]) for rid in record_ids if rid in gated))
         missing = [rid for rid in record_ids if rid not in held]
         if missing or audit is not None:
             self._require_schema()
-            event = None if audit is None else _rows(AppendAudit(event=audit))[2]
-            params = {"tenant": tenant, "ids": missing, "event": event}
-            for text, status, tombstone, fingerprint in self._auto(
-                "recalled_records", audit is not None, params
-            )[0]["records"]:
+            event = None if audit is None else op_row(AppendAudit(event=audit))[2]
+            params = {
+                "tenant": tenant,
+                "ids": missing,
+                "fingerprints": [gated.get(rid) for rid in missing],
+                "event": event,
+            }
+            found = self._auto("recalled_records", audit is not None, params)[0]
+            if not found["current"]:
+                raise TransactionConflict(
+                    f"a record recall selected in tenant {tenant!r} changed before it was read; recall again"
+                )
+            for text, status, tombstone, fingerprint in found["records"]:
                 record = record_of((text, status, tombstone))
                 held[record.id] = record
                 self._docs.put_record(tenant, fingerprint, record)
@@ -926,7 +679,7 @@ class Neo4jBackend:
 
     def source(self, tenant: str, source_id: str) -> Source | None:
         rows = self._read("get_source", tenant=tenant, id=source_id)
-        return _source(rows[0]["source"]) if rows else None
+        return source_of(rows[0]["source"]) if rows else None
 
     def downstream(self, tenant: str, record_ids: Sequence[str]) -> list[Dependent]:
         return self._dependents("downstream", tenant, record_ids)
@@ -982,7 +735,7 @@ class Neo4jBackend:
                 other = record_of(row["memory"])
                 memories[other.id] = other
             if row["source"] is not None:
-                source = _source(row["source"])
+                source = source_of(row["source"])
                 sources[source.id] = source
             edges.add(
                 LineageEdgeRow(row["src"], row["dst"], row["type"], from_micros(row["at"]), row["reason"])
@@ -1024,10 +777,10 @@ class Neo4jBackend:
         return [AuditEvent.model_validate_json(r["json"]) for r in rows]
 
     def reading(self) -> AbstractContextManager[object]:
-        return nullcontext()  # every read is its own transaction
-
-    def write(self) -> AbstractContextManager[object]:
-        return nullcontext()  # each apply is its own transaction
+        """Every read is its own auto-commit transaction: Neo4j reads at read committed, so one
+        read transaction would not be one snapshot either. Recall instead has ``recalled``
+        refuse a selected record that changed since the gate saw it, and gates again."""
+        return nullcontext()
 
     def close(self) -> None:
         self._docs.clear()

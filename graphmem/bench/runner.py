@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from graphmem import __version__
+from graphmem.bench.concurrency_workload import concurrency_workload
 from graphmem.bench.workloads import (
     BenchConfig,
     explain_workload,
@@ -37,10 +38,12 @@ WORKLOADS = (
     "langgraph",
     "open",
     "beside_writer",
+    "concurrency",
 )
 """What ``--workloads`` chooses from. Ingest (loading the recall tenant) always runs; ``naive``
 needs Neo4j and ``langgraph`` the embedded backend: each is skipped on the other backend.
-``forget`` runs both forget workloads: ``forget_cascade_{n}`` (a record) and ``forget_source_{n}``.
+``forget`` runs both forget workloads: ``forget_cascade_{n}`` (a record) and ``forget_source_{n}``;
+``concurrency`` the long mixed run (``concurrency_mixed``) and ``concurrency_recall`` per client count.
 ``open`` (open time and memory in a fresh process) and ``beside_writer`` (recall while another
 process writes) need the embedded store on disk."""
 
@@ -83,6 +86,9 @@ def attach_target(row: dict[str, Any]) -> None:
     elif workload == "open":
         target = "open ≤ 0.3 s; RSS after open + 100 recalls ≤ 400 MB"
         met = row["open_ms"]["p95_ms"] <= 300 and row["rss_100_recalls_mb"] <= 400
+    elif workload == "concurrency_mixed":
+        target = "≥ 10,000 operations, 0 invariant violations"
+        met = row["operations"] >= 10_000 and row["violations_total"] == 0
     elif workload == "langgraph_filter_bm25":
         target = "graphmem p95 below InMemoryStore's, same results"
         met = row["speedup_p95"] > 1 and row["graphmem_equals_oracle"] and row["equals_oracle"]
@@ -102,7 +108,8 @@ def run_size(
     Order: load the recall tenant (ingest), selective recall, the naive
     baseline, explain, the InMemoryStore comparison, then the broad tenant
     (another ``records`` records), trace, forget cascades from a record, then
-    from a source (a tenant each). ``store_records`` in each row counts what
+    from a source (a tenant each), then the concurrency workload (its own tenant,
+    then recalls on the recall tenant from several threads). ``store_records`` in each row counts what
     this run had loaded when the row was measured.
     """
     chosen = {w for w in workloads if ONLY_ON.get(w, backend) == backend}
@@ -161,6 +168,9 @@ def run_size(
             {**row, "store_records": stored}
             for row in forget_source_workload(store, f"bench-{run}-forget-source", cfg)
         ]
+    if "concurrency" in chosen:
+        added = concurrency_workload(store, f"bench-{run}-concurrency", loaded, cfg)
+        rows += [{**row, "store_records": stored} for row in added]
     out = []
     for row in rows:
         row = {"workload": row["workload"], "backend": backend, "records": records, **row}
@@ -187,7 +197,7 @@ def run_bench(
     """``run_size`` for each size on a fresh store from ``open_store`` (set up before use).
 
     With ``warmup_records``, the chosen workloads first run untimed at that size
-    (forget cascades up to 100 dependents), so a server that has just started
+    (forget cascades up to 100 dependents, 50 mixed operations per thread), so a server that has just started
     compiles its queries before anything is measured; its rows are dropped.
     Returns the JSON document ``graphmem bench --output`` writes: the machine,
     the configuration and one row per workload and size.
@@ -200,7 +210,12 @@ def run_bench(
     started = datetime.now(UTC).isoformat(timespec="seconds")
     load_before = _load_average()
     if warmup_records:
-        warm = replace(cfg, cascades=tuple(c for c in cfg.cascades if c <= 100) or (1,))
+        warm = replace(
+            cfg,
+            cascades=tuple(c for c in cfg.cascades if c <= 100) or (1,),
+            mixed_ops=min(cfg.mixed_ops, 50),
+            clients_s=min(cfg.clients_s, 1.0),
+        )
         with open_store() as store:
             store.setup()
             run_size(store, backend, warmup_records, warm, chosen)
@@ -281,6 +296,17 @@ def _checks(row: dict[str, Any]) -> str:
         if "erased" in row:
             text += f"; tombstones, content gone: {'yes' if row['erased'] else 'NO'}"
         return text
+    if workload == "concurrency_mixed":
+        found = ", ".join(f"{k} {v:,}" for k, v in row["violations"].items()) or "none"
+        return (
+            f"{row['operations']:,} operations on {row['threads']} + {row['readers']} reading threads "
+            f"in {row['seconds']} s; violations: {found}"
+        )
+    if workload == "concurrency_recall":
+        return (
+            f"{row['clients']} client thread(s): {row['recalls']:,} recalls in {row['seconds']} s, "
+            f"= oracle: {'yes' if row['recall_equals_oracle'] else 'NO'}"
+        )
     if workload.startswith("langgraph_"):
         text = (
             f"graphmem p95 {row['graphmem_latency']['p95_ms']} ms, speedup {row['speedup_p95']}x; "
@@ -301,9 +327,14 @@ def _cells(row: dict[str, Any]) -> list[str]:
     met = row.get("met")
     if latency is not None:
         timing = [str(latency["n"]), str(latency["p50_ms"]), str(latency["p95_ms"]), str(latency["p99_ms"])]
-        rate = f"{latency['throughput_per_s']:,}"
     else:
         timing = ["", "", "", ""]
+    # Work of several threads at once is rated by wall time (per_s), one caller's by its latencies.
+    if "per_s" in row:
+        rate = f"{row['per_s']:,}"
+    elif latency is not None:
+        rate = f"{latency['throughput_per_s']:,}"
+    else:
         rate = f"{row['records_per_s']:,}"
     return [
         row["backend"],

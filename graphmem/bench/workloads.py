@@ -92,6 +92,12 @@ class BenchConfig:
     forget_repeats: int | None = None
     """Repeats of every forget workload; by default fewer for bigger cascades (``cascade_repeats``)."""
     batch: int = 5000
+    mixed_threads: int = 8
+    mixed_ops: int = 1250
+    """Concurrency: operations per mixed thread (8 x 1,250 = 10,000), beside 4 reader threads."""
+    recall_clients: tuple[int, ...] = (1, 4, 16)
+    clients_s: float = 5.0
+    """Concurrency: seconds of recalls for each number of client threads."""
     progress: Progress = field(default=_quiet, compare=False)
 
     def timed(self, call: Callable[[], object], description: str) -> Latency:

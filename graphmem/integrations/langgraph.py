@@ -94,7 +94,16 @@ from graphmem._args import check_tenant
 from graphmem.backends.base import AppendAudit, PutRecord
 from graphmem.backends.base import Op as GraphOp
 from graphmem.errors import ConflictError, ContractViolation
-from graphmem.model import AuditEvent, ForgetMode, ForgetRequest, Kind, MemoryRecord, ReadContext, Source
+from graphmem.model import (
+    AuditEvent,
+    ForgetMode,
+    ForgetRequest,
+    Kind,
+    MemoryRecord,
+    ReadContext,
+    Source,
+    Status,
+)
 from graphmem.model.canonical import canonical_json
 from graphmem.store import MemoryStore
 
@@ -277,10 +286,17 @@ class GraphmemStore(BaseStore):
 
     def _records(self, entries: list[_Entry], refresh: bool) -> list[tuple[_Entry, MemoryRecord]]:
         """The stored records of ``entries``; with ``refresh``, TTLs restart from now."""
-        by_id = {r.id: r for r in self.store.backend.get_many(self.tenant, [e.id for e in entries])}
-        found = [(e, by_id[e.id]) for e in entries if e.id in by_id]
         if not refresh:
-            return found
+            by_id = {r.id: r for r in self.store.backend.get_many(self.tenant, [e.id for e in entries])}
+            return [(e, by_id[e.id]) for e in entries if e.id in by_id]
+        # Read and rewrite in one transaction: a record forgotten since the gate saw it is
+        # left as it is, never written back.
+        with self.store.backend.write():
+            return self._refreshed(entries)
+
+    def _refreshed(self, entries: list[_Entry]) -> list[tuple[_Entry, MemoryRecord]]:
+        by_id = {r.id: r for r in self.store.backend.get_many(self.tenant, [e.id for e in entries])}
+        found = [(e, by_id[e.id]) for e in entries if e.id in by_id and by_id[e.id].status is Status.ACTIVE]
         now = self.clock()
         ops: list[GraphOp] = []
         out: list[tuple[_Entry, MemoryRecord]] = []

@@ -1,0 +1,359 @@
+"""How the Neo4j backend lays out what it writes: records as rows of parameters, each
+operation as the statement file that applies it, and the sending of a batch of
+operations inside one transaction.
+
+Times are integer microseconds since the Unix epoch (UTC), so comparisons in the
+database are exact. A record keeps its canonical JSON, so a read returns exactly
+what was written.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import neo4j
+
+from graphmem.backends.base import (
+    AddEdge,
+    AppendAudit,
+    Op,
+    PutRecord,
+    RelateScopes,
+    ScopeWithin,
+    UpdateRecord,
+)
+from graphmem.backends.cypher import statements
+from graphmem.backends.neo4j_cache import fingerprint_tokens
+from graphmem.errors import GraphmemError, LineageError
+from graphmem.gate import validity_window
+from graphmem.model import Kind, MemoryRecord, Source, Status, Tombstone, scope_type
+from graphmem.model.canonical import sha256
+
+__all__ = [
+    "KINDS",
+    "RECORD_ROW",
+    "STATUSES",
+    "Tx",
+    "from_micros",
+    "lock_names",
+    "micros",
+    "op_row",
+    "record_of",
+    "send_ops",
+    "source_of",
+]
+
+Tx = neo4j.Transaction | neo4j.ManagedTransaction
+_PARAM = re.compile(r"\$([A-Za-z_]\w*)")
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICRO = timedelta(microseconds=1)
+_last_ord = 0
+_BATCH = 2500
+#: Kinds in the order of their code in the gate list (``$kind_mask`` follows it).
+KINDS = (Kind.WORKING, Kind.EPISODIC, Kind.SEMANTIC, Kind.PROCEDURAL)
+_KIND_CODE = {kind: i for i, kind in enumerate(KINDS)}
+#: Stand-ins for absent times in the gate list (a stored list cannot hold null).
+_ALWAYS = -(2**63 - 1)
+_NEVER = 2**63 - 1
+#: The layout of a record row in create_records.cypher and put_records.cypher.
+RECORD_ROW = (
+    "id",
+    "kind",
+    "scope",
+    "content",
+    "content_hash",
+    "status",
+    "policy",
+    "sensitivity",
+    "confidence",
+    "outcome",
+    "writer",
+    "procedure_name",
+    "procedure_version",
+    "preconditions",
+    "tags",
+    "embedding",
+    "created_at",
+    "event_time",
+    "valid_from",
+    "valid_to",
+    "expires_at",
+    "fingerprint",
+    "json",
+    "tombstone",
+    "gate",
+    "sources",
+)
+#: Statuses by the code the gate list holds for them (0 = active).
+STATUSES = [status.value for status in Status]
+_STATUS_CODE = {status: code for code, status in enumerate(Status)}
+#: Kept out of the stored JSON: their own properties are the truth, so a status
+#: change rewrites a few small properties, not the JSON.
+_MUTABLE = {"status", "tombstone"}
+
+
+def micros(value: datetime | None) -> int | None:
+    """Integer microseconds since the epoch, or None."""
+    return None if value is None else (value - _EPOCH) // _MICRO
+
+
+def from_micros(value: int | None) -> datetime | None:
+    return None if value is None else _EPOCH + value * _MICRO
+
+
+def source_of(props: dict[str, Any]) -> Source:
+    return Source.model_validate({k: v for k, v in props.items() if v is not None})
+
+
+def _next_ord() -> int:
+    """A strictly increasing number that orders audit events written within one microsecond."""
+    global _last_ord
+    _last_ord = max(_last_ord + 1, time.time_ns())
+    return _last_ord
+
+
+def _gate_list(record: MemoryRecord, fingerprint: str) -> list[int]:
+    """The record's gate inputs as gate.cypher reads them, without the two edge times."""
+    start, end = validity_window(record)
+    recency = record.valid_from or record.event_time or record.created_at
+    return [
+        _KIND_CODE[record.kind],
+        _STATUS_CODE[record.status],
+        _ALWAYS if start is None else (start - _EPOCH) // _MICRO,
+        _NEVER if end is None else (end - _EPOCH) // _MICRO,
+        record.sensitivity.rank,
+        1 if record.succeeded else 0,
+        (recency - _EPOCH) // _MICRO,
+        0 if record.embedding is None else 1,
+        *fingerprint_tokens(fingerprint),
+    ]
+
+
+def _stored(record: MemoryRecord) -> tuple[str, str, str | None]:
+    """(JSON without status and tombstone, fingerprint, tombstone JSON or None).
+
+    The fingerprint is ``MemoryRecord.fingerprint`` (over the whole record), the
+    same on every backend.
+    """
+    tombstone = None if record.tombstone is None else record.tombstone.model_dump_json()
+    return record.model_dump_json(exclude=_MUTABLE), sha256(record.model_dump_json()), tombstone
+
+
+def record_of(stored: Sequence[Any]) -> MemoryRecord:
+    """A record from what a read returns: [json, status, tombstone JSON or null].
+
+    Version-1 JSON still carries status and tombstone; the node's status always
+    wins, and its tombstone when it has one.
+    """
+    text, status, tombstone = stored
+    record = MemoryRecord.model_validate_json(text)
+    if record.status.value == status and tombstone is None:
+        return record
+    update: dict[str, Any] = {"status": Status(status)}
+    if tombstone is not None:
+        update["tombstone"] = Tombstone.model_validate_json(tombstone)
+    return record.model_copy(update=update)
+
+
+def _sources(sources: Iterable[Source]) -> list[dict[str, Any]]:
+    # Quotes live only in the records that carry them, so erasing a record erases its quotes.
+    return [s.model_dump(mode="json", exclude={"quote"}) for s in sources]
+
+
+def _record_row(record: MemoryRecord) -> list[Any]:
+    """A record as the list ``RECORD_ROW`` lays out."""
+    text, fingerprint, tombstone = _stored(record)
+    return [
+        record.id,
+        record.kind.value,
+        record.scope,
+        record.content,
+        record.content_hash,
+        record.status.value,
+        record.policy,
+        record.sensitivity.value,
+        record.confidence,
+        record.outcome,
+        record.writer,
+        record.procedure_name,
+        record.procedure_version,
+        list(record.preconditions),
+        list(record.tags),
+        None if record.embedding is None else list(record.embedding),
+        micros(record.created_at),
+        micros(record.event_time),
+        micros(record.valid_from),
+        micros(record.valid_to),
+        micros(record.expires_at),
+        fingerprint,
+        text,
+        tombstone,
+        _gate_list(record, fingerprint),
+        _sources(record.sources),
+    ]
+
+
+def _update_row(record: MemoryRecord) -> list[Any]:
+    """What an UpdateRecord may change: status, and what erasure removes (update_records.cypher)."""
+    text, fingerprint, tombstone = _stored(record)
+    return [
+        record.id,
+        record.status.value,
+        tombstone,
+        record.content,
+        record.content_hash,
+        None if record.embedding is None else list(record.embedding),
+        list(record.tags),
+        fingerprint,
+        text,
+        _gate_list(record, fingerprint),
+    ]
+
+
+def op_row(op: Op) -> tuple[str, str, Any]:
+    """(statement file, tenant, row) of one operation."""
+    if isinstance(op, PutRecord):
+        return ("put_records" if op.replace else "create_records"), op.record.tenant, op.record
+    if isinstance(op, UpdateRecord):
+        return "update_records", op.record.tenant, op.record
+    if isinstance(op, ScopeWithin):
+        row: dict[str, Any] = {
+            "child": op.child,
+            "parent": op.parent,
+            "child_type": scope_type(op.child),
+            "parent_type": scope_type(op.parent),
+        }
+        return "scope_within", op.tenant, row
+    if isinstance(op, RelateScopes):
+        row = {
+            "a": op.a,
+            "b": op.b,
+            "rel_type": op.rel_type,
+            "a_type": scope_type(op.a),
+            "b_type": scope_type(op.b),
+        }
+        return "relate_scopes", op.tenant, row
+    if isinstance(op, AddEdge):
+        row = {
+            "src": op.src,
+            "dst": op.dst,
+            "dst_is_source": op.dst_is_source,
+            "at": micros(op.at),
+            "reason": op.reason,
+        }
+        return ("add_supersedes" if op.label == "SUPERSEDES" else "add_invalidated_by"), op.tenant, row
+    if isinstance(op, AppendAudit):
+        event = op.event
+        row = {
+            "id": event.id,
+            "action": event.action,
+            "at": micros(event.at),
+            "ord": _next_ord(),
+            "record_ids": list(event.record_ids),
+            "json": event.model_dump_json(),
+        }
+        return "append_audit", event.tenant, row
+    raise GraphmemError(f"unknown operation {op!r}", code="unknown_operation")
+
+
+def _chunk_params(name: str, rows: list[Any]) -> Iterator[dict[str, Any]]:
+    """The parameters of each chunk of one statement group, at most ``_BATCH`` rows each."""
+    for i in range(0, len(rows), _BATCH):
+        chunk = rows[i : i + _BATCH]
+        if name in ("create_records", "put_records"):
+            groups: dict[str, list[Any]] = {}
+            for record in chunk:
+                group = groups.get(record.scope)
+                if group is None:
+                    group = groups[record.scope] = [record.scope, scope_type(record.scope), []]
+                group[2].append(_record_row(record))
+            lineage = [[r.id, parent] for r in chunk for parent in r.derived_from]
+            yield {"groups": list(groups.values()), "lineage": lineage}
+        elif name == "update_records":
+            yield {
+                "rows": [_update_row(record) for record in chunk],
+                # One update per source: records citing the same source carry the same state.
+                "sources": _sources({s.id: s for record in chunk for s in record.sources}.values()),
+            }
+        else:
+            yield {"rows": chunk}
+
+
+def lock_names(tenants: Iterable[str]) -> list[str]:
+    """The lock nodes (lock_tenants.cypher) of ``tenants``, in the one order every
+    transaction takes them in."""
+    return [f"tenant-lock:{tenant}" for tenant in sorted(set(tenants))]
+
+
+#: Statements that return the rows they refused (each with a ``refused`` code), and what
+#: a refusal means.
+_REFUSALS = {
+    "add_supersedes": "SUPERSEDES {src} -> {dst}: {refused}",
+    "add_invalidated_by": "INVALIDATED_BY {src} -> {dst}: {refused}",
+    "scope_within": "{child} WITHIN {parent}: {refused}",
+}
+_REFUSED = {
+    "already_superseded": "the older record already has a successor; one line of versions stays current",
+    "unknown_record": "a record or source it names does not exist in the tenant; no edge crosses tenants",
+    "scope_cycle": "it would make a cycle of scopes",
+}
+
+
+def _refuse(name: str, tenant: str, rows: list[neo4j.Record]) -> None:
+    first = rows[0].data()
+    code = str(first["refused"])
+    raise LineageError(
+        f"refused in tenant {tenant!r}: " + _REFUSALS[name].format(**first) + f" ({_REFUSED[code]})",
+        code=code,
+    )
+
+
+def send_ops(tx: Tx, ops: Sequence[Op]) -> None:
+    """Run ``ops`` in ``tx``, in order, consecutive ops of one statement file and tenant as
+    one group in chunks of ``_BATCH`` rows. Raises ``LineageError`` for an edge the
+    database refuses (its transaction must then be rolled back)."""
+    groups: list[tuple[str, str, list[Any]]] = []
+    for op in ops:
+        name, tenant, row = op_row(op)
+        if groups and groups[-1][:2] == (name, tenant):
+            groups[-1][2].append(row)
+        else:
+            groups.append((name, tenant, [row]))
+    pending: tuple[str, str, neo4j.Result] | None = None
+
+    def settle() -> None:
+        if pending is None:
+            return
+        name, tenant, result = pending
+        if name in _REFUSALS:
+            refused = list(result)
+            if refused:
+                _refuse(name, tenant, refused)
+        else:
+            result.consume()
+
+    def send(name: str, query: str, tenant: str, params: dict[str, Any]) -> None:
+        # Pipelined: the next chunk's rows are built while the server runs this one.
+        nonlocal pending
+        used = {k: params[k] for k in _PARAM.findall(query) if k in params}
+        result = tx.run(query, {"tenant": tenant, **used})
+        settle()
+        pending = (name, tenant, result)
+
+    for name, tenant, rows in groups:
+        # Statement by statement over every chunk: a file's later statement (lineage
+        # edges) may need nodes from any chunk of its first.
+        first, *rest = statements(name)
+        built = []
+        for params in _chunk_params(name, rows):
+            built.append(params)
+            send(name, first, tenant, params)
+        for query in rest:
+            for params in built:
+                send(name, query, tenant, params)
+    settle()

@@ -1,0 +1,86 @@
+"""The ``concurrency`` workload of ``graphmem bench``: the long mixed run and recall throughput
+with several client threads."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from graphmem.bench.concurrency import MixedConfig, run_mixed
+from graphmem.bench.core import Latency
+from graphmem.bench.workloads import BenchConfig, Loaded
+from graphmem.store import MemoryStore
+
+__all__ = ["concurrency_workload", "recall_clients"]
+
+
+def concurrency_workload(
+    store: MemoryStore, tenant: str, loaded: Loaded, cfg: BenchConfig
+) -> list[dict[str, Any]]:
+    """One ``concurrency_mixed`` row (operations, violations per invariant) from ``cfg.mixed_threads``
+    threads of ``cfg.mixed_ops`` operations each on ``tenant``, then a ``concurrency_recall`` row per
+    client count: selective recalls on the loaded tenant for ``cfg.clients_s`` seconds."""
+    mixed = MixedConfig(threads=cfg.mixed_threads, ops_per_thread=cfg.mixed_ops, timeout_s=3600.0)
+    tick = cfg.progress("mixed operations on many threads", mixed.threads * mixed.ops_per_thread)
+    report = run_mixed(store, tenant, mixed, tick)
+    rows: list[dict[str, Any]] = [
+        {
+            "workload": "concurrency_mixed",
+            "threads": report.threads,
+            "readers": report.readers,
+            "operations": report.operations,
+            "acknowledged": sum(report.acknowledged.values()),
+            "refused": sum(report.refused.values()),
+            "recalls": report.recalls,
+            "seconds": report.seconds,
+            "per_s": round(report.operations / report.seconds, 1) if report.seconds else 0.0,
+            "violations": report.counts(),
+            "violations_total": len(report.violations),
+            "examples": [f"{v.invariant}: {v.detail}" for v in report.violations[:10]],
+            "by_operation": report.acknowledged,
+            "refused_by_code": report.refused,
+        }
+    ]
+    rows += [recall_clients(store, loaded, n, cfg.clients_s) for n in cfg.recall_clients]
+    return rows
+
+
+def recall_clients(store: MemoryStore, loaded: Loaded, clients: int, seconds: float) -> dict[str, Any]:
+    """Recalls from ``clients`` threads at once for ``seconds``, round-robin over the loaded
+    callers; recalls per second of wall time, and whether every selection equalled the oracle."""
+    count = len(loaded.contexts)
+    for k in range(count):  # the callers' caches, filled before timing
+        store.recall(loaded.contexts[k], loaded.queries[k])
+    samples: list[list[float]] = [[] for _ in range(clients)]
+    wrong = [0] * clients
+    deadline: list[float] = []
+    barrier = threading.Barrier(clients, action=lambda: deadline.append(time.perf_counter() + seconds))
+
+    def client(i: int) -> None:
+        barrier.wait()
+        k = i
+        while time.perf_counter() < deadline[0]:
+            at = k % count
+            start = time.perf_counter()
+            selection = store.recall(loaded.contexts[at], loaded.queries[at])
+            samples[i].append((time.perf_counter() - start) * 1000.0)
+            wrong[i] += selection.ids != loaded.expected[at]
+            k += clients
+
+    threads = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - (deadline[0] - seconds)
+    total = sum(len(s) for s in samples)
+    return {
+        "workload": "concurrency_recall",
+        "clients": clients,
+        "recalls": total,
+        "seconds": round(wall, 3),
+        "per_s": round(total / wall, 1),
+        "latency": Latency([ms for s in samples for ms in s]).summary(),
+        "recall_equals_oracle": sum(wrong) == 0,
+    }
