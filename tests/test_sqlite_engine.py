@@ -361,8 +361,6 @@ def test_recall_audit_events_are_all_written_off_the_read_path(tmp_path: Path, t
 def test_lineage_and_listing_lookups_seek_instead_of_walking_the_tenant(tmp_path: Path, tenant: str) -> None:
     """Counted in SQLite VM steps, not seconds: a lookup by edge costs the same in a tenant of
     3,000 records as it would in one of ten."""
-    from graphmem.model import Kind as K
-
     with MemoryStore.embedded(tmp_path / "memdir") as store:
         store.add_many(
             [
@@ -373,7 +371,7 @@ def test_lineage_and_listing_lookups_seek_instead_of_walking_the_tenant(tmp_path
         claim = MemoryRecord(
             id="claim",
             tenant=tenant,
-            kind=K.SEMANTIC,
+            kind=Kind.SEMANTIC,
             scope="case:c1",
             content="derived",
             valid_from=T0,

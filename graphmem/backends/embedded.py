@@ -96,10 +96,6 @@ _BODY = "SELECT body, fingerprint FROM records"
 # Edge-table lookups join records with CROSS JOIN, which keeps the edge table the outer loop:
 # given ORDER BY r.id, SQLite would otherwise walk every record of the tenant in id order.
 _PARENTS = "SELECT parent FROM within WHERE tenant = ? AND child = ?"
-_RECORD_COLUMNS = (
-    "tenant, id, scope, kind, status, policy, content_hash, fingerprint, start, stop, recency, "
-    "sensitivity, succeeded, preconditions, superseded_at, invalidated_at, content, embedding, body"
-)
 _GATE_COLUMNS = (
     "id, fingerprint, kind, policy, status, start, stop, recency, sensitivity, succeeded, "
     "preconditions, superseded_at, invalidated_at, scope, content, embedding"
@@ -313,14 +309,13 @@ class EmbeddedBackend:
                 raise
             conn.execute("RELEASE apply")
             if erased:
-                for tenant in erased:
-                    self._memo.drop_tenant(tenant)
-                self.engine.after(self._flush_erased)
-        for tenant in erased:  # a reader may have cached verdicts between the two
-            self._memo.drop_tenant(tenant)
+                self.engine.after(lambda: self._after_erase(erased))
 
-    def _flush_erased(self) -> None:
-        """Erased text leaves the WAL: every frame checkpointed, the log truncated."""
+    def _after_erase(self, tenants: set[str]) -> None:
+        """Once the erase has committed: erased text leaves the gate memo (a reader may have
+        memoised it until the commit) and the WAL (every frame checkpointed, the log truncated)."""
+        for tenant in tenants:
+            self._memo.drop_tenant(tenant)
         deadline = time.monotonic() + 3 * self.engine.busy_timeout
         while not self.engine.checkpoint():
             if time.monotonic() > deadline:
@@ -677,34 +672,29 @@ class EmbeddedBackend:
         self._memo.put(key, revs, sorted(times), ctx.now, made)
         return ViewGate(made)
 
-    @staticmethod
-    def _candidate(tenant: str, row: sqlite3.Row | tuple[Any, ...]) -> Candidate:
+    def _candidate(self, tenant: str, row: sqlite3.Row | tuple[Any, ...]) -> Candidate:
         """The gate's inputs from a row's columns; a value no write could have stored is damage."""
-        try:
-            return EmbeddedBackend._columns(tenant, row)
-        except (KeyError, ValueError, TypeError) as err:
-            raise corrupt_error("the store's database", err) from None
-
-    @staticmethod
-    def _columns(tenant: str, row: sqlite3.Row | tuple[Any, ...]) -> Candidate:
         (rid, fingerprint, kind, policy, status, start, stop, recency, sens, ok, pre, sup, inv, *_) = row
-        return Candidate(
-            None,
-            _dt(sup),
-            _dt(inv),
-            fingerprint,
-            _dt(start),
-            _dt(stop),
-            recency,
-            sens,
-            rid,
-            _KINDS[kind],
-            tenant,
-            policy,
-            _STATUSES[status],
-            bool(ok),
-            frozenset(json.loads(pre)) if pre != "[]" else frozenset(),
-        )
+        try:
+            return Candidate(
+                None,
+                _dt(sup),
+                _dt(inv),
+                fingerprint,
+                _dt(start),
+                _dt(stop),
+                recency,
+                sens,
+                rid,
+                _KINDS[kind],
+                tenant,
+                policy,
+                _STATUSES[status],
+                bool(ok),
+                frozenset(json.loads(pre)) if pre != "[]" else frozenset(),
+            )
+        except (KeyError, ValueError, TypeError) as err:
+            raise corrupt_error(str(self.engine.path), err) from None
 
     def candidates(self, ctx: ReadContext) -> list[tuple[Candidate, bool]]:
         """Every candidate of ``ctx`` built from its whole record, with whether it is in scope:
@@ -746,21 +736,20 @@ class EmbeddedBackend:
     # -- lineage ------------------------------------------------------------
 
     def downstream(self, tenant: str, record_ids: Sequence[str]) -> list[Dependent]:
-        with self._read():
+        with self._read() as conn:
             seen = set(record_ids)
             order: list[str] = []
             stack = list(self.existing_ids(tenant, record_ids))
-            with self._read() as conn:
-                while stack:
-                    for (child,) in conn.execute(
-                        "SELECT d.child FROM derived d CROSS JOIN records r "
-                        "ON r.tenant = d.tenant AND r.id = d.child WHERE d.tenant = ? AND d.parent = ?",
-                        (tenant, stack.pop()),
-                    ):
-                        if child not in seen:
-                            seen.add(child)
-                            order.append(child)
-                            stack.append(child)
+            while stack:
+                for (child,) in conn.execute(
+                    "SELECT d.child FROM derived d CROSS JOIN records r "
+                    "ON r.tenant = d.tenant AND r.id = d.child WHERE d.tenant = ? AND d.parent = ?",
+                    (tenant, stack.pop()),
+                ):
+                    if child not in seen:
+                        seen.add(child)
+                        order.append(child)
+                        stack.append(child)
             return self._dependents(tenant, order)
 
     def support_of(self, tenant: str, record_ids: Sequence[str]) -> list[Dependent]:

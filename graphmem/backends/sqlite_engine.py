@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from graphmem.errors import BackendUnavailable, ConflictError
+from graphmem.errors import BackendUnavailable, TransactionConflict
 from graphmem.gate import validity_window
 from graphmem.model import Kind, MemoryRecord, Status
 from graphmem.model.canonical import sha256
@@ -161,7 +161,6 @@ def _is_corruption(err: sqlite3.DatabaseError) -> bool:
 class _ThreadState(threading.local):
     conn: sqlite3.Connection | None = None
     depth: int = 0
-    writing: bool = False
     after_read: list[Callable[[], None]] | None = None
 
 
@@ -257,7 +256,9 @@ class Engine:
                     code="store_busy",
                 ) from err
             if isinstance(err, sqlite3.OperationalError) and "busy" in str(err).lower():
-                raise ConflictError(
+                # A read snapshot that tried to write after another writer committed: the
+                # operation decided on an old state, so it runs again (``@transactional``).
+                raise TransactionConflict(
                     "another writer changed the store during this read; run the operation again",
                     code="store_busy",
                 ) from err
@@ -277,14 +278,11 @@ class Engine:
             conn = self._connect() if self._turn is None else self._shared
             assert conn is not None
             local.depth += 1
-            was = local.writing
-            local.writing = was or write
             try:
                 with self._guard():
                     yield conn
             finally:
                 local.depth -= 1
-                local.writing = was
             return
         if self._turn is not None:
             self._turn.acquire()
@@ -292,7 +290,7 @@ class Engine:
             conn = self._connect()
             with self._guard():
                 conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            local.depth, local.writing, local.after_read = 1, write, []
+            local.depth, local.after_read = 1, []
             try:
                 with self._guard():
                     yield conn
@@ -302,17 +300,13 @@ class Engine:
                     conn.execute("ROLLBACK")
                 raise
             finally:
-                local.depth, local.writing = 0, False
+                local.depth = 0
                 after, local.after_read = local.after_read or [], None
             for step in after:
                 step()
         finally:
             if self._turn is not None:
                 self._turn.release()
-
-    @property
-    def writing(self) -> bool:
-        return bool(self._local.depth and self._local.writing)
 
     def after(self, step: Callable[[], None]) -> None:
         """Run ``step`` once this thread's outermost transaction has ended (now, if none)."""
