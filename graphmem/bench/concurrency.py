@@ -88,6 +88,11 @@ class MixedReport:
         """Violations per invariant."""
         return dict(sorted(Counter(v.invariant for v in self.violations).items()))
 
+    def crashes(self) -> dict[str, int]:
+        """Crashes per operation."""
+        found = Counter(v.detail.split(":")[0] for v in self.violations if v.invariant == "crashed")
+        return dict(sorted(found.items()))
+
     def describe(self, limit: int = 12) -> str:
         """The counts and the first ``limit`` violations, for a failure message."""
         lines = [f"{len(self.violations)} violation(s) in {self.operations} operations: {self.counts()}"]
@@ -219,10 +224,12 @@ class _Worker:
         return "propose_claim"
 
     def propose_broad(self) -> str:
+        channel, week = self.rng.choice(_CHANNELS), self.rng.randrange(40)
         decision = self._propose(
             kind=Kind.SEMANTIC,
             scope="tenant:acme",
-            content=f"Every customer gets a {self.rng.choice(_CHANNELS)} survey.",
+            # Enough distinct texts that new proposals keep waiting for approval; some are identical.
+            content=f"Every customer gets a {channel} survey in week {week}.",
             valid_from=self.since,
         )
         if decision.outcome is WriteOutcome.PENDING_APPROVAL:

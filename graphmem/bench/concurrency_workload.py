@@ -37,6 +37,7 @@ def concurrency_workload(
             "per_s": round(report.operations / report.seconds, 1) if report.seconds else 0.0,
             "violations": report.counts(),
             "violations_total": len(report.violations),
+            "crashes_by_operation": report.crashes(),
             "examples": [f"{v.invariant}: {v.detail}" for v in report.violations[:10]],
             "by_operation": report.acknowledged,
             "refused_by_code": report.refused,
