@@ -10,17 +10,26 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, Protocol, TypeVar
 
 from graphmem.backends.base import Backend, Op
 from graphmem.errors import TransactionConflict
 from graphmem.model import MemoryRecord, ReadContext, Selection, WritePolicy
 
-__all__ = ["ATTEMPTS", "StoreCore", "bulk", "transactional"]
+__all__ = ["ATTEMPTS", "HasBackend", "StoreCore", "bulk", "transactional"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
-S = TypeVar("S", bound="StoreCore")
+
+
+class HasBackend(Protocol):
+    """What ``transactional`` needs of its object: the backend whose transaction it runs in."""
+
+    @property
+    def backend(self) -> Backend: ...
+
+
+S = TypeVar("S", bound=HasBackend)
 
 #: How often an operation runs before a ``TransactionConflict`` is raised to the caller.
 ATTEMPTS = 6

@@ -79,11 +79,24 @@ class _NoVivify(dict[tuple[str, ...], dict[str, Item]]):
 
 
 class Reference(InMemoryStore):
-    """``InMemoryStore`` where a namespace exists while it holds items, nothing else changed."""
+    """``InMemoryStore`` with the adapter's two documented listing differences: a namespace
+    exists while it holds items, and its place in ``search`` is that of its oldest item."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self._data = _NoVivify()
+        self._first: dict[tuple[tuple[str, ...], str], int] = {}
+        self._puts = 0
+
+    def batch(self, ops: Any) -> Any:
+        order = {
+            ns: min(self._first[(ns, k)] for k in items) for ns, items in self._data.items() if items
+        }
+        self._data = _NoVivify(sorted(self._data.items(), key=lambda pair: order.get(pair[0], 0)))
+        return super().batch(ops)
+
+    async def abatch(self, ops: Any) -> Any:
+        return self.batch(list(ops))
 
     def _apply_put_ops(self, put_ops: dict[tuple[tuple[str, ...], str], PutOp]) -> None:
         for (namespace, key), op in put_ops.items():
@@ -91,10 +104,14 @@ class Reference(InMemoryStore):
                 items = self._data.get(namespace)
                 if items is not None:
                     items.pop(key, None)
+                    self._first.pop((namespace, key), None)
                     if not items:
                         del self._data[namespace]
             else:
                 self._data.setdefault(namespace, {})
+                if key not in self._data[namespace]:
+                    self._puts += 1
+                    self._first[(namespace, key)] = self._puts
                 super()._apply_put_ops({(namespace, key): op})
 
 

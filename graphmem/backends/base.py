@@ -179,6 +179,10 @@ class Backend(Protocol):
 
     def with_tag(self, tenant: str, tag: str) -> list[MemoryRecord]: ...
 
+    def with_id_prefix(self, tenant: str, prefix: str) -> list[MemoryRecord]:
+        """Records whose id starts with ``prefix``, by id: an index range, whatever the tenant's size."""
+        ...
+
     def scope_descendants(self, tenant: str, scope: str) -> set[str]:
         """``scope`` plus every scope transitively WITHIN it."""
         ...

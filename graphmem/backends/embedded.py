@@ -513,6 +513,17 @@ class EmbeddedBackend:
             (tenant, tag),
         )
 
+    def with_id_prefix(self, tenant: str, prefix: str) -> list[MemoryRecord]:
+        if not prefix:
+            return self.all_records(tenant)
+        # The ids between the prefix and the prefix with its last character bumped: a range of
+        # the (tenant, id) index.
+        upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+        return self._select(
+            "SELECT body, fingerprint FROM records WHERE tenant = ? AND id >= ? AND id < ? ORDER BY id",
+            (tenant, prefix, upper),
+        )
+
     def records_applying(self, tenant: str, scopes: Sequence[str]) -> list[MemoryRecord]:
         keys = list(dict.fromkeys(scopes))
         out: list[MemoryRecord] = []

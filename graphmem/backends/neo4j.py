@@ -661,6 +661,9 @@ class Neo4jBackend:
     def with_tag(self, tenant: str, tag: str) -> list[MemoryRecord]:
         return self._records("with_tag", tenant=tenant, tag=tag)
 
+    def with_id_prefix(self, tenant: str, prefix: str) -> list[MemoryRecord]:
+        return self._records("with_id_prefix", tenant=tenant, prefix=prefix)
+
     def scope_exists(self, tenant: str, scope: str) -> bool:
         return bool(self._read("scope_exists", tenant=tenant, scope=scope)[0]["found"])
 

@@ -17,7 +17,7 @@ import threading
 from array import array
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -111,11 +111,16 @@ RECORD_ROW = (
 _VALUE: dict[Kind | Status, str] = {**{k: k.value for k in Kind}, **{s: s.value for s in Status}}
 
 
+_ZERO = timedelta(0)
+
+
 def ts(value: datetime | None) -> str | None:
     """A fixed-width UTC timestamp: text order is time order."""
     if value is None:
         return None
-    return value.astimezone(UTC).isoformat(timespec="microseconds")
+    if value.utcoffset() != _ZERO:
+        value = value.astimezone(UTC)
+    return value.isoformat(timespec="microseconds")
 
 
 def record_row(record: MemoryRecord) -> tuple[Any, ...]:

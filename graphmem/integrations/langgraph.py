@@ -32,10 +32,25 @@ Mapping
 * **Reads** run graphmem's gate (``ReadContext`` over the namespace scopes,
   now = the clock): anything graphmem took out of use — revoked, erased,
   invalidated, contested, expired — is gone from the LangGraph view too.
-  ``search`` orders like ``InMemoryStore``: namespaces in the order they last
-  became non-empty, items in the order they were first put (an update keeps
-  the position; a delete and re-put moves to the end). ``query`` is ignored and
-  ``score`` is ``None``, exactly as ``InMemoryStore`` without an index.
+  ``get`` and ``put`` find an item's versions by id prefix (an index range),
+  so their cost does not grow with the namespace; ``search`` reads the gate's
+  survivors under the prefix and decodes each record once (a bounded cache
+  by record id: records never change in place). ``search`` orders like
+  ``InMemoryStore``: items in the order they were first put (an update keeps
+  the position; a delete and re-put moves to the end), namespaces by their
+  oldest live item.
+* **Semantic search** (``index={"dims": …, "embed": …, "fields": […]}``, as
+  ``InMemoryStore``): at put, the text at each field path (``"$"`` for the
+  whole value, ``a.b``, ``a[*].b``, per-put ``index=False`` or a list of
+  paths) is embedded and the vectors are kept with the item's content; a
+  search with ``query`` ranks the gate's survivors by cosine similarity, the
+  best of an item's vectors, with ``score``; items without vectors follow,
+  unscored, when the page has room. Without an index ``query`` is ignored and
+  ``score`` is ``None``.
+* **Filters** are ``InMemoryStore``'s (equality, nested objects, arrays,
+  ``$eq $ne $gt $gte $lt $lte``); a key with dots that is not itself a key of
+  the value is a path into nested objects (``{"user.level": 2}``), as in
+  LangGraph's SQL stores.
 * **TTL** (``supports_ttl``; ``ttl=TTLConfig``): a put with ``ttl`` minutes
   sets the record's ``expires_at``; reads with ``refresh_ttl`` move it to
   now + ttl in place (an audited ``ttl_refreshed`` event — expiry is a
@@ -45,7 +60,8 @@ Deliberate differences from ``InMemoryStore``
 ---------------------------------------------
 * A namespace exists while it holds a live item. ``InMemoryStore`` also lists
   (and orders by) namespaces that a ``get`` or ``delete`` merely touched, or
-  whose items were all deleted.
+  whose items were all deleted. A namespace's place in ``search`` results is
+  that of its oldest live item (``InMemoryStore``: of the first put ever).
 * Values go through JSON: non-JSON values raise ``TypeError``; tuples come back
   as lists; object keys come back sorted; the stored value is a deep copy
   (``InMemoryStore`` keeps a shallow copy of the mapping). A value whose JSON
@@ -59,8 +75,10 @@ Deliberate differences from ``InMemoryStore``
   writes to one key keep the last, as in ``InMemoryStore``.
 * Reads do not write recall audit events or receipts (they use the gate, not
   ``recall``); writes, deletes and TTL refreshes are audited.
-* One writer per tenant is assumed: two processes superseding the same
-  version at once leave two live versions, of which reads show the newer.
+* Concurrent puts to one key from several threads or processes each
+  supersede the version they read; the store refuses a second supersession
+  of one version (``already_superseded``), and the put reads the new head and
+  supersedes that instead, so the last put wins and one version is current.
 """
 
 from __future__ import annotations
@@ -70,14 +88,17 @@ import hashlib
 import json
 import string
 import threading
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import numpy as np
 from langgraph.store.base import (
     BaseStore,
     GetOp,
+    IndexConfig,
     InvalidNamespaceError,
     Item,
     ListNamespacesOp,
@@ -88,14 +109,19 @@ from langgraph.store.base import (
     SearchItem,
     SearchOp,
     TTLConfig,
+    ensure_embeddings,
+    get_text_at_path,
+    tokenize_path,
 )
 
 from graphmem._args import check_tenant
-from graphmem.backends.base import AppendAudit, PutRecord
+from graphmem._core import transactional
+from graphmem.backends.base import AppendAudit, Backend, PutRecord
 from graphmem.backends.base import Op as GraphOp
-from graphmem.errors import ConflictError, ContractViolation
+from graphmem.errors import ContractViolation
 from graphmem.model import (
     AuditEvent,
+    DropReason,
     ForgetMode,
     ForgetRequest,
     Kind,
@@ -114,6 +140,8 @@ _SAFE = frozenset(string.ascii_letters + string.digits + "_@+-")
 _MAX_NAME = 200  # graphmem's limit on the name part of a scope key
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
+_ATTEMPTS = 5
+_DECODED = 50_000  # decoded items held by record id
 
 Namespace = tuple[str, ...]
 
@@ -158,15 +186,16 @@ def _unescape(text: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class _Entry:
-    """A live item version as the gate returned it."""
+    """An item version as stored: its envelope decoded."""
 
     id: str
     namespace: Namespace
     key: str
     value: dict[str, Any]
-    order: tuple[int, int]  # (when the namespace last became non-empty, when the item was first put)
+    order: tuple[int, int]  # (unused since search orders namespaces by their oldest item, first put)
     seq: int
     ttl: float | None
+    vectors: dict[str, list[float]] = field(default_factory=dict)  # field path → embedding
 
     @classmethod
     def decode(cls, record_id: str, content: str) -> _Entry | None:
@@ -182,30 +211,39 @@ class _Entry:
                 (int(env["order"][0]), int(env["order"][1])),
                 int(env["seq"]),
                 env["ttl"],
+                dict(env.get("vectors") or {}),
             )
         except (ValueError, TypeError, KeyError, AttributeError, IndexError):
             return None  # not an item this adapter wrote
 
     def content(self) -> str:
-        return canonical_json(
-            {
-                "langgraph": 1,
-                "namespace": list(self.namespace),
-                "key": self.key,
-                "value": self.value,
-                "order": list(self.order),
-                "seq": self.seq,
-                "ttl": self.ttl,
-            }
-        )
+        envelope: dict[str, Any] = {
+            "langgraph": 1,
+            "namespace": list(self.namespace),
+            "key": self.key,
+            "value": self.value,
+            "order": list(self.order),
+            "seq": self.seq,
+            "ttl": self.ttl,
+        }
+        if self.vectors:
+            envelope["vectors"] = self.vectors
+        return canonical_json(envelope)
+
+
+def _version_prefix(namespace: Namespace, key: str) -> str:
+    """Every version id of one item starts with this (``lg-<digest>-<seq>``)."""
+    digest = hashlib.sha256(canonical_json([list(namespace), key]).encode()).hexdigest()[:32]
+    return f"lg-{digest}-"
 
 
 class GraphmemStore(BaseStore):
     """A LangGraph ``BaseStore`` over one tenant of a graphmem ``MemoryStore``.
 
     ``kind`` is the record kind of items (semantic or episodic); ``clock``
-    defaults to the store's; ``ttl`` is LangGraph's ``TTLConfig``; ``policy``
-    and ``writer`` are stamped on every record.
+    defaults to the store's; ``ttl`` is LangGraph's ``TTLConfig``; ``index`` is
+    LangGraph's ``IndexConfig`` (``dims``, ``embed``, ``fields``) for semantic
+    search; ``policy`` and ``writer`` are stamped on every record.
     """
 
     supports_ttl = True
@@ -218,6 +256,7 @@ class GraphmemStore(BaseStore):
         kind: Kind = Kind.SEMANTIC,
         clock: Callable[[], datetime] | None = None,
         ttl: TTLConfig | None = None,
+        index: IndexConfig | None = None,
         policy: str = "default",
         writer: str = "langgraph",
     ) -> None:
@@ -233,9 +272,31 @@ class GraphmemStore(BaseStore):
         self.ttl_config = ttl
         self.policy = policy
         self.writer = writer
+        self.index_config: IndexConfig | None = None
+        self.embeddings: Any = None
+        self._fields: list[tuple[str, str | list[str]]] = []
+        if index:
+            embed = index.get("embed")
+            if not (callable(embed) or hasattr(embed, "embed_documents") or isinstance(embed, str)):
+                raise ContractViolation(
+                    "index needs 'embed': an Embeddings object, a function from texts to "
+                    "vectors, or a provider string such as 'openai:text-embedding-3-small'",
+                    code="invalid_index",
+                )
+            self.index_config = index
+            self.embeddings = ensure_embeddings(index.get("embed"))
+            self._fields = [
+                (p, tokenize_path(p)) if p != "$" else (p, p) for p in (index.get("fields") or ["$"])
+            ]
         self._lock = threading.RLock()
         self._last_seq = 0
         self._linked: set[Namespace] = set()
+        self._decoded: OrderedDict[str, _Entry | None] = OrderedDict()
+
+    @property
+    def backend(self) -> Backend:
+        """The store's backend (``@transactional`` runs a put in one of its transactions)."""
+        return self.store.backend
 
     # -- BaseStore --------------------------------------------------------
 
@@ -244,11 +305,13 @@ class GraphmemStore(BaseStore):
         with self._lock:
             results: list[Result] = []
             puts: dict[tuple[Namespace, str], PutOp] = {}
+            searches: list[tuple[int, SearchOp]] = []
             for op in ops:
                 if isinstance(op, GetOp):
                     results.append(self._get(op))
                 elif isinstance(op, SearchOp):
-                    results.append(self._search(op))
+                    searches.append((len(results), op))
+                    results.append(None)
                 elif isinstance(op, ListNamespacesOp):
                     results.append(self._list_namespaces(op))
                 elif isinstance(op, PutOp):
@@ -256,6 +319,9 @@ class GraphmemStore(BaseStore):
                     results.append(None)
                 else:
                     raise ValueError(f"Unknown operation type: {type(op)}")
+            queries = self._embed_queries([op for _, op in searches])
+            for i, op in searches:
+                results[i] = self._search(op, queries.get(op.query or ""))
             self._apply_puts(puts)
             return results
 
@@ -265,16 +331,30 @@ class GraphmemStore(BaseStore):
 
     # -- reads ------------------------------------------------------------
 
+    def _ctx(self, scopes: Iterable[str]) -> ReadContext:
+        return ReadContext(
+            tenant=self.tenant, policy=self.policy, scopes=tuple(scopes), now=self.clock(), kinds=(self.kind,)
+        )
+
+    def _decode(self, record_id: str, content: str) -> _Entry | None:
+        """An envelope decoded once: a record's content never changes in place (an erase
+        empties it, and the gate no longer passes the record)."""
+        if record_id in self._decoded:
+            self._decoded.move_to_end(record_id)
+            return self._decoded[record_id]
+        entry = _Entry.decode(record_id, content)
+        self._decoded[record_id] = entry
+        if len(self._decoded) > _DECODED:
+            self._decoded.popitem(last=False)
+        return entry
+
     def _live(self, prefix: Namespace, *, exact: bool) -> list[_Entry]:
         """Current versions under ``prefix`` (or exactly in it), gated as of now, in search order."""
         scope = namespace_scope(prefix)
         scopes = {scope} if exact else {scope, *self.store.backend.scope_descendants(self.tenant, scope)}
-        ctx = ReadContext(
-            tenant=self.tenant, policy=self.policy, scopes=tuple(scopes), now=self.clock(), kinds=(self.kind,)
-        )
         newest: dict[tuple[Namespace, str], _Entry] = {}
-        for record_id, content, _, _ in self.store.backend.gate(ctx).survivors:
-            entry = _Entry.decode(record_id, content)
+        for record_id, content, _, _ in self.store.backend.gate(self._ctx(scopes)).survivors:
+            entry = self._decode(record_id, content)
             if entry is None or entry.namespace[: len(prefix)] != prefix:
                 continue
             if exact and entry.namespace != prefix:
@@ -282,7 +362,33 @@ class GraphmemStore(BaseStore):
             slot = (entry.namespace, entry.key)
             if slot not in newest or entry.seq > newest[slot].seq:
                 newest[slot] = entry
-        return sorted(newest.values(), key=lambda e: (e.order, e.namespace, e.key))
+        first: dict[Namespace, int] = {}
+        for entry in newest.values():
+            first[entry.namespace] = min(first.get(entry.namespace, entry.order[1]), entry.order[1])
+        return sorted(newest.values(), key=lambda e: (first[e.namespace], e.order[1], e.namespace, e.key))
+
+    def _head(self, namespace: Namespace, key: str) -> tuple[_Entry, MemoryRecord] | None:
+        """The item's current version, if the gate passes it now: its versions by id prefix
+        (an index range, whatever the namespace's size), the newest one gated alone."""
+        for _ in range(_ATTEMPTS):
+            versions = self.store.backend.with_id_prefix(self.tenant, _version_prefix(namespace, key))
+            found = [
+                (entry, record)
+                for record in versions
+                if (entry := self._decode(record.id, record.content)) is not None
+                and entry.namespace == namespace
+                and entry.key == key
+            ]
+            if not found:
+                return None
+            entry, record = max(found, key=lambda pair: pair[0].seq)
+            verdict = self.store.backend.gate_one(self._ctx([namespace_scope(namespace)]), record.id)
+            if verdict is not None and verdict[1] is None:
+                return entry, record
+            if verdict is None or verdict[1] is not DropReason.SUPERSEDED:
+                return None
+            # Superseded between the two reads by another writer: read the versions again.
+        return None
 
     def _records(self, entries: list[_Entry], refresh: bool) -> list[tuple[_Entry, MemoryRecord]]:
         """The stored records of ``entries``; with ``refresh``, TTLs restart from now."""
@@ -314,8 +420,10 @@ class GraphmemStore(BaseStore):
         return out
 
     def _get(self, op: GetOp) -> Item | None:
-        found = [e for e in self._live(tuple(op.namespace), exact=True) if e.key == op.key]
-        for entry, record in self._records(found, op.refresh_ttl):
+        head = self._head(tuple(op.namespace), op.key)
+        if head is None:
+            return None
+        for entry, record in self._records([head[0]], op.refresh_ttl):
             return Item(
                 value=entry.value,
                 key=entry.key,
@@ -325,21 +433,34 @@ class GraphmemStore(BaseStore):
             )
         return None
 
-    def _search(self, op: SearchOp) -> list[SearchItem]:
+    def _embed_queries(self, searches: Sequence[SearchOp]) -> dict[str, list[float]]:
+        if self.embeddings is None:
+            return {}
+        texts = sorted({op.query for op in searches if op.query})
+        return dict(zip(texts, (self.embeddings.embed_query(t) for t in texts), strict=True))
+
+    def _search(self, op: SearchOp, query_vector: list[float] | None) -> list[SearchItem]:
         entries = self._live(tuple(op.namespace_prefix), exact=False)
         if op.filter:
             conditions = op.filter.items()
-            entries = [e for e in entries if all(_compare(e.value.get(k), v) for k, v in conditions)]
-        page = entries[op.offset : op.offset + op.limit]
+            entries = [e for e in entries if all(_compare(_at_path(e.value, k), v) for k, v in conditions)]
+        page: list[tuple[_Entry, float | None]]
+        if query_vector is None:
+            page = [(e, None) for e in entries[op.offset : op.offset + op.limit]]
+        else:
+            page = _ranked(entries, query_vector, op.offset, op.limit)
+        found = {e.id: record for e, record in self._records([e for e, _ in page], op.refresh_ttl)}
         return [
             SearchItem(
                 namespace=entry.namespace,
                 key=entry.key,
                 value=entry.value,
-                created_at=record.created_at,
-                updated_at=record.created_at,
+                created_at=found[entry.id].created_at,
+                updated_at=found[entry.id].created_at,
+                score=score,
             )
-            for entry, record in self._records(page, op.refresh_ttl)
+            for entry, score in page
+            if entry.id in found
         ]
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[Namespace]:
@@ -364,60 +485,98 @@ class GraphmemStore(BaseStore):
     # -- writes -----------------------------------------------------------
 
     def _apply_puts(self, puts: dict[tuple[Namespace, str], PutOp]) -> None:
-        views: dict[Namespace, dict[str, _Entry]] = {}
+        values: dict[tuple[Namespace, str], dict[str, Any]] = {}
         for (namespace, key), op in puts.items():
-            if namespace not in views:
-                views[namespace] = {e.key: e for e in self._live(namespace, exact=True)}
-            view = views[namespace]
-            head = view.get(key)
             if op.value is None:
-                if head is not None:
-                    self._delete(head)
-                    del view[key]
                 continue
             try:
-                value = json.loads(canonical_json(dict(op.value)))
+                values[(namespace, key)] = json.loads(canonical_json(dict(op.value)))
             except (TypeError, ValueError) as err:
                 raise TypeError(f"GraphmemStore stores JSON values; {namespace}/{key!r}: {err}") from None
-            nspos = min((e.order[0] for e in view.values()), default=None)
-            view[key] = self._write(namespace, key, value, head, nspos, op.ttl)
+        vectors = self._embed_puts(puts, values)
+        for (namespace, key), op in puts.items():
+            if op.value is None:
+                self._delete(namespace, key)
+            else:
+                self._put(namespace, key, values[(namespace, key)], vectors.get((namespace, key), {}), op.ttl)
 
-    def _write(
+    def _embed_puts(
+        self, puts: dict[tuple[Namespace, str], PutOp], values: dict[tuple[Namespace, str], dict[str, Any]]
+    ) -> dict[tuple[Namespace, str], dict[str, list[float]]]:
+        """The vectors of every indexed field of the batch's puts, in one ``embed_documents`` call."""
+        if self.embeddings is None:
+            return {}
+        slots: list[tuple[tuple[Namespace, str], str]] = []
+        texts: list[str] = []
+        for slot, value in values.items():
+            op = puts[slot]
+            if op.index is False:
+                continue
+            paths = self._fields if op.index is None else [(p, tokenize_path(p)) for p in op.index]
+            for path, tokens in paths:
+                found = get_text_at_path(value, tokens)
+                for i, text in enumerate(found):
+                    slots.append((slot, f"{path}.{i}" if len(found) > 1 else path))
+                    texts.append(text)
+        if not texts:
+            return {}
+        embedded = self.embeddings.embed_documents(texts)
+        if len(embedded) != len(texts):
+            raise ContractViolation(
+                f"the index's embed function returned {len(embedded)} vectors for {len(texts)} texts",
+                code="invalid_index",
+            )
+        out: dict[tuple[Namespace, str], dict[str, list[float]]] = {}
+        for (slot, path), vector in zip(slots, embedded, strict=True):
+            out.setdefault(slot, {})[path] = [float(x) for x in vector]
+        return out
+
+    @transactional
+    def _put(
         self,
         namespace: Namespace,
         key: str,
         value: dict[str, Any],
-        head: _Entry | None,
-        nspos: int | None,
+        vectors: dict[str, list[float]],
         ttl: float | None,
-    ) -> _Entry:
+    ) -> None:
+        """One put in one transaction: read the item's head and supersede it (or add the
+        first version), so concurrent puts to one key leave exactly one current version."""
+        head = self._head(namespace, key)
         now = self.clock()
-        digest = hashlib.sha256(canonical_json([list(namespace), key]).encode()).hexdigest()[:32]
         if head is None:
             self._link(namespace)
-        for _ in range(5):  # a version id taken by another writer in the same microsecond: next seq
-            seq = self._next_seq(now, head)
-            entry = _Entry(
-                f"lg-{digest}-{seq}",
-                namespace,
-                key,
-                value,
-                (seq if nspos is None else nspos, seq if head is None else head.order[1]),
-                seq,
-                ttl,
-            )
-            record = self._record(entry, now)
-            try:
-                if head is None:
-                    self.store.add(record)
-                else:
-                    self.store.supersede(self.tenant, head.id, record, reason="langgraph put")
-            except ConflictError as err:
-                if err.code != "duplicate_id":
-                    raise
-                continue
-            return entry
-        raise ConflictError(f"could not find a free version id for {namespace}/{key!r}", code="duplicate_id")
+        seq = self._next_seq(now, None if head is None else head[0])
+        entry = _Entry(
+            f"{_version_prefix(namespace, key)}{seq}",
+            namespace,
+            key,
+            value,
+            (seq, seq) if head is None else head[0].order,
+            seq,
+            ttl,
+            vectors,
+        )
+        record = self._record(entry, now)
+        if head is None:
+            self.store.add(record)
+        else:
+            self.store.supersede(self.tenant, head[0].id, record, reason="langgraph put")
+
+    @transactional
+    def _delete(self, namespace: Namespace, key: str) -> None:
+        head = self._head(namespace, key)
+        if head is None:
+            return
+        request = ForgetRequest(
+            tenant=self.tenant,
+            target=head[0].id,
+            target_type="record",
+            mode=ForgetMode.REVOKE,
+            reason="langgraph delete",
+            requested_by=self.writer,
+        )
+        self.store.forget(request)
 
     def _record(self, entry: _Entry, now: datetime) -> MemoryRecord:
         episodic = self.kind is Kind.EPISODIC
@@ -438,17 +597,6 @@ class GraphmemStore(BaseStore):
             tags=("langgraph",),
         )
 
-    def _delete(self, head: _Entry) -> None:
-        request = ForgetRequest(
-            tenant=self.tenant,
-            target=head.id,
-            target_type="record",
-            mode=ForgetMode.REVOKE,
-            reason="langgraph delete",
-            requested_by=self.writer,
-        )
-        self.store.forget(request)
-
     def _link(self, namespace: Namespace) -> None:
         """``WITHIN`` edges from the namespace's scope up through every prefix to the root."""
         for depth in range(1, len(namespace) + 1):
@@ -462,6 +610,66 @@ class GraphmemStore(BaseStore):
         floor = max(self._last_seq, head.seq if head else 0) + 1
         self._last_seq = max((now - _EPOCH) // _MICROSECOND, floor)
         return self._last_seq
+
+
+def _ranked(
+    entries: list[_Entry], query: list[float], offset: int, limit: int
+) -> list[tuple[_Entry, float | None]]:
+    """``InMemoryStore``'s ranking with an index: cosine similarity, the best vector of each
+    item, then unscored items (no vectors) while the page has room."""
+    flat: list[_Entry] = []
+    rows: list[list[float]] = []
+    scoreless: list[_Entry] = []
+    for entry in entries:
+        for vector in entry.vectors.values():
+            flat.append(entry)
+            rows.append(vector)
+        if not entry.vectors:
+            scoreless.append(entry)
+    scores = _cosine(query, rows)
+    ordered = sorted(zip(scores, range(len(flat)), strict=True), key=lambda pair: pair[0], reverse=True)
+    seen: set[tuple[Namespace, str]] = set()
+    kept: list[tuple[_Entry, float | None]] = []
+    for score, i in ordered:
+        entry = flat[i]
+        slot = (entry.namespace, entry.key)
+        if slot in seen:
+            continue
+        place = len(seen)
+        seen.add(slot)
+        if place >= offset + limit:
+            break
+        if place < offset:
+            continue
+        kept.append((entry, float(score)))
+    if scoreless and len(kept) < limit:
+        kept.extend((entry, None) for entry in scoreless[: limit - len(kept)])
+    return kept
+
+
+def _cosine(query: list[float], rows: list[list[float]]) -> list[float]:
+    if not rows:
+        return []
+    x = np.array(query)
+    y = np.array(rows)
+    x_norm = np.linalg.norm(x)
+    y_norm = np.linalg.norm(y, axis=1)
+    mask = y_norm != 0
+    out = np.zeros_like(y_norm)
+    out[mask] = np.dot(y[mask], x) / (y_norm[mask] * x_norm)
+    return [float(v) for v in out]
+
+
+def _at_path(value: dict[str, Any], key: str) -> Any:
+    """A filter key: the value's own key, else a dotted path into nested objects."""
+    if key in value or "." not in key:
+        return value.get(key)
+    node: Any = value
+    for part in key.split("."):
+        if not isinstance(node, dict):
+            return None
+        node = node.get(part)
+    return node
 
 
 # -- InMemoryStore's filter and namespace matching, reproduced exactly -------

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import re
 import unicodedata
 import uuid
 from typing import ClassVar, Literal
@@ -18,8 +17,6 @@ from graphmem.model.enums import Kind, Outcome, Sensitivity, Status, Trust
 
 __all__ = ["MemoryRecord", "Source", "Tombstone", "content_hash", "new_id"]
 
-_WS = re.compile(r"\s+")
-
 
 def new_id(prefix: str = "mem") -> str:
     """A fresh random id, e.g. ``mem-3f2a…``."""
@@ -28,7 +25,8 @@ def new_id(prefix: str = "mem") -> str:
 
 def content_hash(content: str) -> str:
     """SHA-256 of the normalised content (NFKC, case-folded, whitespace collapsed)."""
-    normal = _WS.sub(" ", unicodedata.normalize("NFKC", content).casefold()).strip()
+    # str.split() splits on exactly the characters ``\s`` matches, so this collapses and strips.
+    normal = " ".join(unicodedata.normalize("NFKC", content).casefold().split())
     return hashlib.sha256(normal.encode("utf-8")).hexdigest()
 
 
