@@ -17,6 +17,7 @@ semantics instead.
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -89,14 +90,20 @@ class Reference(InMemoryStore):
         self._puts = 0
 
     def batch(self, ops: Any) -> Any:
-        order = {
-            ns: min(self._first[(ns, k)] for k in items) for ns, items in self._data.items() if items
-        }
+        order = {ns: min(self._first[(ns, k)] for k in items) for ns, items in self._data.items() if items}
         self._data = _NoVivify(sorted(self._data.items(), key=lambda pair: order.get(pair[0], 0)))
         return super().batch(ops)
 
     async def abatch(self, ops: Any) -> Any:
         return self.batch(list(ops))
+
+    def _extract_texts(self, put_ops: dict[tuple[tuple[str, ...], str], PutOp]) -> Any:
+        # Runs after the batch's reads, before its vectors are stored: an update's vectors
+        # are the new value's only (InMemoryStore keeps an older version's vector of a
+        # field the new value lacks, or of every field with index=False).
+        for namespace, key in put_ops:
+            self._vectors[namespace].pop(key, None)
+        return super()._extract_texts(put_ops)
 
     def _apply_put_ops(self, put_ops: dict[tuple[tuple[str, ...], str], PutOp]) -> None:
         for (namespace, key), op in put_ops.items():
@@ -199,6 +206,7 @@ actions = st.one_of(
 def _norm(result: Any) -> Any:
     if isinstance(result, Item):
         score = result.score if isinstance(result, SearchItem) else "-"
+        score = round(score, 9) if isinstance(score, float) else score
         return (type(result).__name__, result.namespace, result.key, result.value, result.created_at,
                 result.updated_at, score)  # fmt: skip
     if isinstance(result, list):
@@ -212,6 +220,9 @@ def _apply(target: BaseStore, action: tuple[Any, ...]) -> Any:
         if kind == "put":
             namespace, key, value = args
             return target.put(namespace, key, value)
+        if kind == "iput":
+            namespace, key, value, index = args
+            return target.put(namespace, key, value, index=index)
         if kind == "get":
             return _norm(target.get(*args))
         if kind == "delete":
@@ -234,10 +245,20 @@ def _everything(target: BaseStore) -> Any:
     return _norm(target.search((), limit=1000)), target.list_namespaces(limit=1000)
 
 
-def _differential(store: MemoryStore, steps: list[tuple[Any, ...]], kind: Kind) -> None:
+def embed(texts: list[str]) -> list[list[float]]:
+    """A deterministic embedding: character counts (a zero vector for text without them)."""
+    return [[float(text.count(c)) for c in "xypq0123"] for text in texts]
+
+
+INDEX: dict[str, Any] = {"dims": 8, "embed": embed, "fields": ["s", "d.y", "$"]}
+
+
+def _differential(
+    store: MemoryStore, steps: list[tuple[Any, ...]], kind: Kind, index: dict[str, Any] | None = None
+) -> None:
     clock = Clock()
-    reference = Reference()
-    adapter = GraphmemStore(store, f"t-{uuid.uuid4().hex[:12]}", clock=clock, kind=kind)
+    reference = Reference(index=index) if index else Reference()
+    adapter = GraphmemStore(store, f"t-{uuid.uuid4().hex[:12]}", clock=clock, kind=kind, index=index)  # type: ignore[arg-type]
     with in_memory_clock(clock):
         for i, step in enumerate(steps):
             if step[0] == "tick":
@@ -275,6 +296,130 @@ def test_matches_in_memory_store_on_every_backend(
     Fewer examples: on Neo4j each step is a few round trips (~2 s an example on a 2-core machine).
     """
     _differential(store, *run)
+
+
+indexed_actions = st.one_of(
+    actions,
+    st.tuples(
+        st.just("iput"),
+        namespaces,
+        keys,
+        values,
+        st.sampled_from([None, False, ["s"], ["l[*]"], ["$"]]),
+    ),
+    st.tuples(
+        st.just("search"), prefixes, filters, limits, offsets, st.sampled_from(["x", "y q", "1", "x 0 p"])
+    ),
+)
+indexed_runs = st.tuples(
+    st.lists(put_action, min_size=2, max_size=6).flatmap(
+        lambda seed: st.lists(indexed_actions, min_size=4, max_size=20).map(lambda steps: seed + steps)
+    ),
+    st.sampled_from([Kind.SEMANTIC, Kind.EPISODIC]),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(run=indexed_runs)
+def test_semantic_search_matches_in_memory_store_with_an_index(
+    run: tuple[list[tuple[Any, ...]], Kind],
+) -> None:
+    """With ``index=`` both embed the same fields with the same function: the same ranked
+    results, scores, filters and pages as ``InMemoryStore``."""
+    with MemoryStore.embedded() as store:
+        _differential(store, *run, index=INDEX)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(run=indexed_runs)
+def test_semantic_search_matches_in_memory_store_on_every_backend(
+    store: MemoryStore, run: tuple[list[tuple[Any, ...]], Kind]
+) -> None:
+    _differential(store, *run, index=INDEX)
+
+
+def test_semantic_search_ranks_by_similarity_with_scores(store: MemoryStore, tenant: str) -> None:
+    lg = GraphmemStore(store, tenant, index=INDEX)  # type: ignore[arg-type]
+    lg.put(("docs",), "a", {"s": "ppp"})
+    lg.put(("docs",), "b", {"s": "xxx y"})
+    lg.put(("docs",), "c", {"s": "qq"}, index=False)  # never embedded: unscored, after the scored
+    found = lg.search(("docs",), query="x", limit=3)
+    assert [i.key for i in found] == ["b", "a", "c"]
+    assert found[0].score is not None
+    assert found[0].score > 0.9
+    assert found[2].score is None
+    # Search still goes through the gate: a revoked item is not ranked at all.
+    lg.delete(("docs",), "b")
+    assert [i.key for i in lg.search(("docs",), query="x")] == ["a", "c"]
+
+
+def test_filters_follow_dotted_paths_into_nested_values(store: MemoryStore, tenant: str) -> None:
+    lg = GraphmemStore(store, tenant)
+    lg.put(("u",), "alice", {"user": {"access-level": 3, "team": "red"}})
+    lg.put(("u",), "bob", {"user": {"access-level": 1, "team": "red"}})
+    lg.put(("u",), "odd", {"user.access-level": 1, "user": {"access-level": 3}})  # a literal key wins
+    assert [i.key for i in lg.search(("u",), filter={"user.access-level": {"$gte": 2}})] == ["alice"]
+    assert [i.key for i in lg.search(("u",), filter={"user.team": "red"})] == ["alice", "bob"]
+    assert [i.key for i in lg.search(("u",), filter={"user.access-level": 1})] == ["bob", "odd"]
+    assert lg.search(("u",), filter={"user.missing.deeper": 1}) == []
+
+
+def test_get_and_put_never_read_the_whole_namespace(store: MemoryStore, tenant: str) -> None:
+    """get/put/delete find the item's versions by id prefix and gate that one record, so
+    their cost does not grow with the namespace; only search and listings gate it all."""
+    lg = GraphmemStore(store, tenant)
+    lg.batch([PutOp(("big",), f"k{i}", {"n": i}) for i in range(30)])
+    gated: list[Any] = []
+    original = store.backend.gate
+
+    def counting(ctx: ReadContext) -> Any:
+        gated.append(ctx)
+        return original(ctx)
+
+    store.backend.gate = counting  # type: ignore[method-assign]
+    try:
+        lg.put(("big",), "k3", {"n": 99})
+        lg.put(("big",), "new", {"n": 100})
+        assert lg.get(("big",), "k3").value == {"n": 99}  # type: ignore[union-attr]
+        lg.delete(("big",), "k4")
+        assert lg.get(("big",), "k4") is None
+        assert gated == []
+    finally:
+        store.backend.gate = original  # type: ignore[method-assign]
+    assert [i.key for i in lg.search(("big",), limit=3)] == ["k0", "k1", "k2"]
+    assert len(lg.search(("big",), limit=100)) == 30
+
+
+def test_concurrent_puts_to_one_key_leave_one_current_version(store: MemoryStore, tenant: str) -> None:
+    """Threads (each its own GraphmemStore, as separate processes would be) put one key at
+    once: every put is acknowledged, one version is current and it is the last one."""
+    import threading
+
+    adapters = [GraphmemStore(store, tenant) for _ in range(4)]
+    adapters[0].put(("shared",), "counter", {"n": -1})
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(len(adapters))
+
+    def run(w: int) -> None:
+        barrier.wait()
+        for i in range(5):
+            try:
+                adapters[w].put(("shared",), "counter", {"n": w * 100 + i})
+            except BaseException as err:
+                errors.append(err)
+
+    threads = [threading.Thread(target=run, args=(w,)) for w in range(len(adapters))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    versions = store.backend.with_tag(tenant, "langgraph")
+    assert len(versions) == 21
+    ctx = ReadContext(tenant=tenant, scopes=[namespace_scope(("shared",))], now=datetime.now(UTC))
+    current = [r for r in versions if store.explain(ctx, r.id).reason is None]
+    assert len(current) == 1
+    assert adapters[1].get(("shared",), "counter").value == json.loads(current[0].content)["value"]  # type: ignore[union-attr]
 
 
 SCRIPT: list[tuple[Any, ...]] = [
