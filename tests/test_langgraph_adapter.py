@@ -697,3 +697,37 @@ def test_usable_as_a_langgraph_store() -> None:
     graph.invoke({"user": "alice", "seen": 0})
     assert graph.invoke({"user": "alice", "seen": 0})["seen"] == 2
     assert lg.get(("users", "alice"), "visits").value == {"count": 2}  # type: ignore[union-attr]
+
+
+def test_versions_by_id_prefix_are_exactly_the_ids_with_that_prefix(store: MemoryStore, tenant: str) -> None:
+    """``with_id_prefix`` (what get/put read) on every backend: the prefix range and nothing
+    beside it, in id order, whatever each record's status."""
+    from graphmem import MemoryRecord, Source
+
+    ids = ["lg-a-1", "lg-a-2", "lg-a-10", "lg-a.3", "lg-ab", "lg-", "lg-a"]
+    store.add_many(
+        [
+            MemoryRecord(
+                id=i,
+                tenant=tenant,
+                kind=Kind.SEMANTIC,
+                scope="case:p",
+                content=i,
+                valid_from=T0,
+                sources=(Source(id=f"s-{i}"),),
+            )
+            for i in ids
+        ]
+    )
+    store.forget(
+        ForgetRequest(
+            tenant=tenant, target="lg-a-2", target_type="record", mode=ForgetMode.REVOKE, reason="test",
+            requested_by="t",
+        )
+    )  # fmt: skip
+    assert [r.id for r in store.backend.with_id_prefix(tenant, "lg-a-")] == ["lg-a-1", "lg-a-10", "lg-a-2"]
+    assert [r.id for r in store.backend.with_id_prefix(tenant, "lg-a")] == [
+        "lg-a", "lg-a-1", "lg-a-10", "lg-a-2", "lg-a.3", "lg-ab"
+    ]  # fmt: skip
+    assert store.backend.with_id_prefix(tenant, "lg-z") == []
+    assert store.backend.with_id_prefix("another-" + tenant, "lg-a-") == []

@@ -300,6 +300,27 @@ def test_per_tenant_listings_seek_an_index_instead_of_scanning_every_node(
     assert not {"NodeByLabelScan", "AllNodesScan"} & set(operators)
 
 
+def test_versions_by_id_prefix_are_a_range_of_the_id_index(neo4j_driver: neo4j.Driver) -> None:
+    """The LangGraph store finds an item's versions by id prefix: a seek of the (tenant, id)
+    uniqueness index, never a walk over the tenant's records."""
+    with neo4j_driver.session() as session:
+        plan = session.run("EXPLAIN " + cypher("with_id_prefix"), {"tenant": "t", "prefix": "lg-ab-"})
+        root = plan.consume().plan
+    assert root is not None
+    seeks: list[str] = []
+
+    def walk(node: dict[str, Any]) -> None:
+        if "Index" in node["operatorType"] or "Scan" in node["operatorType"]:
+            seeks.append(f"{node['operatorType'].split('@')[0]} {node.get('args', {}).get('Details', '')}")
+        for child in node.get("children", []):
+            walk(child)
+
+    walk(root)
+    assert len(seeks) == 1
+    assert seeks[0].startswith("NodeUniqueIndexSeek")
+    assert "id STARTS WITH $prefix" in seeks[0]
+
+
 def test_lineage_edges_reach_parents_written_in_a_later_chunk_of_the_same_batch(
     neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str
 ) -> None:
