@@ -37,6 +37,8 @@ CONFIG = BenchConfig(
     naive_ks=(5, 1000),
     mixed_ops=5,
     clients_s=0.2,
+    lgstore_sizes=(40,),
+    lgstore_mixed=50,
 )
 
 
@@ -86,7 +88,16 @@ def test_every_workload_of_the_backend_ran(bench_rows: dict[str, dict[str, Any]]
     only = (
         {"naive_topk_filter"}
         if backend == "neo4j"
-        else {"langgraph_filter", "langgraph_filter_bm25", "open", "recall_beside_writer"}
+        else {
+            "langgraph_filter",
+            "langgraph_filter_bm25",
+            "open",
+            "recall_beside_writer",
+            "lgstore_get",
+            "lgstore_put",
+            "lgstore_search",
+            "lgstore_mixed",
+        }
     )
     assert set(bench_rows) == common | only
     for row in bench_rows.values():
@@ -138,6 +149,25 @@ def test_concurrency_counts_operations_violations_and_recalls(
     assert recall["recalls"] == recall["latency"]["n"] > 0
     assert recall["per_s"] > 0
     assert recall["recall_equals_oracle"] is True
+
+
+def test_langgraph_store_rows_compare_with_in_memory_store(bench_rows: dict[str, dict[str, Any]]) -> None:
+    if bench_rows["ingest"]["backend"] != "embedded":  # the workload runs on the embedded store only
+        assert not any(name.startswith("lgstore_") for name in bench_rows)
+        return
+    for name in ("lgstore_get", "lgstore_put", "lgstore_search"):
+        row = bench_rows[name]
+        assert row["namespace_items"] == 40
+        assert row["inmemory_latency"]["n"] == row["latency"]["n"] == CONFIG.repeats
+        assert row["ratio_p95"] == pytest.approx(
+            row["latency"]["p95_ms"] / row["inmemory_latency"]["p95_ms"], rel=0.02
+        )
+        if name != "lgstore_put":
+            assert row["same_results"] is True  # the same items, values and order as InMemoryStore
+    mixed = bench_rows["lgstore_mixed"]
+    assert mixed["operations"] == 50
+    assert mixed["seconds"] > 0
+    assert mixed["inmemory_seconds"] > 0
 
 
 def test_trace_reaches_depth_ten(bench_rows: dict[str, dict[str, Any]]) -> None:

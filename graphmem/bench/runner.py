@@ -39,15 +39,23 @@ WORKLOADS = (
     "open",
     "beside_writer",
     "concurrency",
+    "lgstore",
 )
 """What ``--workloads`` chooses from. Ingest (loading the recall tenant) always runs; ``naive``
 needs Neo4j and ``langgraph`` the embedded backend: each is skipped on the other backend.
 ``forget`` runs both forget workloads: ``forget_cascade_{n}`` (a record) and ``forget_source_{n}``;
 ``concurrency`` the long mixed run (``concurrency_mixed``) and ``concurrency_recall`` per client count.
 ``open`` (open time and memory in a fresh process) and ``beside_writer`` (recall while another
-process writes) need the embedded store on disk."""
+process writes) need the embedded store on disk; ``lgstore`` (LangGraph's ``GraphmemStore``
+against ``InMemoryStore`` at 1k and 10k items a namespace) runs on the embedded store."""
 
-ONLY_ON = {"naive": "neo4j", "langgraph": "embedded", "open": "embedded", "beside_writer": "embedded"}
+ONLY_ON = {
+    "naive": "neo4j",
+    "langgraph": "embedded",
+    "open": "embedded",
+    "beside_writer": "embedded",
+    "lgstore": "embedded",
+}
 
 
 def _p95(row: dict[str, Any]) -> float:
@@ -89,6 +97,12 @@ def attach_target(row: dict[str, Any]) -> None:
     elif workload == "concurrency_mixed":
         target = "≥ 10,000 operations, 0 invariant violations"
         met = row["operations"] >= 10_000 and row["violations_total"] == 0
+    elif workload in {"lgstore_get", "lgstore_put", "lgstore_search"}:
+        target = "p95 within 3x of InMemoryStore's, same results"
+        met = row["ratio_p95"] is not None and row["ratio_p95"] <= 3 and row["same_results"]
+    elif workload == "lgstore_mixed":
+        target = "1,000 mixed operations on one namespace ≤ 5 s"
+        met = row["seconds"] <= 5
     elif workload == "langgraph_filter_bm25":
         target = "graphmem p95 below InMemoryStore's, same results"
         met = row["speedup_p95"] > 1 and row["graphmem_equals_oracle"] and row["equals_oracle"]
@@ -168,6 +182,13 @@ def run_size(
             {**row, "store_records": stored}
             for row in forget_source_workload(store, f"bench-{run}-forget-source", cfg)
         ]
+    if "lgstore" in chosen:
+        from graphmem.bench.lgstore import lgstore_workload
+
+        added = lgstore_workload(
+            store, f"bench-{run}-lg", cfg.lgstore_sizes, min(cfg.repeats, 200), cfg.lgstore_mixed
+        )
+        rows += [{**row, "store_records": stored} for row in added]
     if "concurrency" in chosen:
         added = concurrency_workload(store, f"bench-{run}-concurrency", loaded, cfg)
         rows += [{**row, "store_records": stored} for row in added]
@@ -306,6 +327,18 @@ def _checks(row: dict[str, Any]) -> str:
         return (
             f"{row['clients']} client thread(s): {row['recalls']:,} recalls in {row['seconds']} s, "
             f"= oracle: {'yes' if row['recall_equals_oracle'] else 'NO'}"
+        )
+    if workload in {"lgstore_get", "lgstore_put", "lgstore_search"}:
+        base = row["inmemory_latency"]
+        return (
+            f"{row['namespace_items']:,} items a namespace; InMemoryStore p50 {base['p50_ms']} / p95 "
+            f"{base['p95_ms']} ms, ratio {row['ratio_p50']}x / {row['ratio_p95']}x; "
+            f"same results: {'yes' if row['same_results'] else 'NO'}"
+        )
+    if workload == "lgstore_mixed":
+        return (
+            f"{row['operations']:,} operations in {row['seconds']} s; InMemoryStore "
+            f"{row['inmemory_seconds']} s ({row['ratio']}x)"
         )
     if workload.startswith("langgraph_"):
         text = (

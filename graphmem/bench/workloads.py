@@ -97,6 +97,9 @@ class BenchConfig:
     """Concurrency: operations per mixed thread (8 x 1,250 = 10,000), beside 4 reader threads."""
     recall_clients: tuple[int, ...] = (1, 4, 16)
     clients_s: float = 5.0
+    #: LangGraph store workload: items a namespace, and operations of the mixed run.
+    lgstore_sizes: tuple[int, ...] = (1_000, 10_000)
+    lgstore_mixed: int = 1_000
     """Concurrency: seconds of recalls for each number of client threads."""
     progress: Progress = field(default=_quiet, compare=False)
 

@@ -392,7 +392,7 @@ class GraphmemStore(BaseStore):
 
     def _records(self, entries: list[_Entry], refresh: bool) -> list[tuple[_Entry, MemoryRecord]]:
         """The stored records of ``entries``; with ``refresh``, TTLs restart from now."""
-        if not refresh:
+        if not refresh or all(e.ttl is None for e in entries):
             by_id = {r.id: r for r in self.store.backend.get_many(self.tenant, [e.id for e in entries])}
             return [(e, by_id[e.id]) for e in entries if e.id in by_id]
         # Read and rewrite in one transaction: a record forgotten since the gate saw it is
@@ -423,7 +423,8 @@ class GraphmemStore(BaseStore):
         head = self._head(tuple(op.namespace), op.key)
         if head is None:
             return None
-        for entry, record in self._records([head[0]], op.refresh_ttl):
+        found = self._records([head[0]], True) if op.refresh_ttl and head[0].ttl is not None else [head]
+        for entry, record in found:
             return Item(
                 value=entry.value,
                 key=entry.key,
