@@ -162,6 +162,8 @@ def test_langgraph_store_rows_compare_with_in_memory_store(bench_rows: dict[str,
         assert row["ratio_p95"] == pytest.approx(
             row["latency"]["p95_ms"] / row["inmemory_latency"]["p95_ms"], rel=0.02
         )
+        assert row["floor"]["n"] == CONFIG.repeats
+        assert row["ratio_to_floor_p50"] > 0
         if name != "lgstore_put":
             assert row["same_results"] is True  # the same items, values and order as InMemoryStore
     mixed = bench_rows["lgstore_mixed"]

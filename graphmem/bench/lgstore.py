@@ -13,7 +13,10 @@ namespace (target: ≤ 5 s).
 from __future__ import annotations
 
 import hashlib
+import os
 import random
+import sqlite3
+import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
@@ -92,6 +95,7 @@ def _one_size(store: MemoryStore, tenant: str, size: int, repeats: int) -> list[
     from graphmem.integrations.langgraph import GraphmemStore
 
     rows: list[dict[str, Any]] = []
+    floors = _floors(store, size, repeats)
     texts = sentences(size)
     ns = ("bench", f"n{size}")
     reference = InMemoryStore(index=_index())  # type: ignore[arg-type]
@@ -131,9 +135,59 @@ def _one_size(store: MemoryStore, tenant: str, size: int, repeats: int) -> list[
                 "ratio_p50": round(mine["p50_ms"] / base["p50_ms"], 2) if base["p50_ms"] else None,
                 "ratio_p95": round(mine["p95_ms"] / base["p95_ms"], 2) if base["p95_ms"] else None,
                 "same_results": same,
+                "floor": floors[name],
+                "ratio_to_floor_p50": round(mine["p50_ms"] / floors[name]["p50_ms"], 2)
+                if floors[name]["p50_ms"]
+                else None,
             }
         )
     return rows
+
+
+def _floors(store: MemoryStore, size: int, repeats: int) -> dict[str, dict[str, float]]:
+    """What each operation cannot beat, measured beside it: a bare SQLite key seek (get), one
+    durable SQLite commit of one row in the store's directory (put: WAL, ``synchronous=FULL``),
+    and one NumPy cosine pass over ``size`` vectors (search)."""
+    engine = getattr(store.backend, "engine", None)
+    where = str(engine.path.parent) if engine is not None and engine.path is not None else None
+    directory = tempfile.mkdtemp(prefix="graphmem-floor-", dir=where)
+    path = os.path.join(directory, "floor.sqlite3")
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = FULL")
+        conn.execute("CREATE TABLE kv (k TEXT PRIMARY KEY, v TEXT NOT NULL) WITHOUT ROWID")
+        conn.execute("BEGIN")
+        conn.executemany("INSERT INTO kv VALUES (?, ?)", [(f"k{i}", "x" * 200) for i in range(size)])
+        conn.execute("COMMIT")
+        rng = random.Random(1)
+        keys = [f"k{rng.randrange(size)}" for _ in range(repeats)]
+
+        def put(key: str) -> None:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("INSERT OR REPLACE INTO kv VALUES (?, ?)", (key, "y" * 200))
+            conn.execute("COMMIT")
+
+        get_ms = [_timed(lambda: conn.execute("SELECT v FROM kv WHERE k = ?", (k,)).fetchone()) for k in keys]  # noqa: B023
+        put_ms = [_timed(lambda: put(k)) for k in keys]  # noqa: B023
+    finally:
+        conn.close()
+        for name in os.listdir(directory):
+            os.remove(os.path.join(directory, name))
+        os.rmdir(directory)
+    vectors = np.array(embed(sentences(size)))
+    query = np.array(embed(["The payment gateway times out after thirty seconds"])[0])
+
+    def search() -> None:
+        norms = np.linalg.norm(vectors, axis=1) * np.linalg.norm(query)
+        np.argsort(-(vectors @ query) / np.where(norms == 0, 1, norms))[:10]
+
+    search_ms = [_timed(search) for _ in range(repeats)]
+    return {
+        "get": Latency(get_ms).summary(),
+        "put": Latency(put_ms).summary(),
+        "search": Latency(search_ms).summary(),
+    }
 
 
 def _keys(result: object) -> object:

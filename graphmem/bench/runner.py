@@ -267,6 +267,13 @@ def run_bench(
 COLUMNS = ("backend", "records", "n", "p50 ms", "p95 ms", "p99 ms", "per s", "checks", "target", "met")
 
 
+_LG_FLOOR = {
+    "lgstore_get": "SQLite key seek",
+    "lgstore_put": "one durable SQLite commit",
+    "lgstore_search": "one NumPy cosine pass",
+}
+
+
 def _checks(row: dict[str, Any]) -> str:
     workload = row["workload"]
     if workload == "ingest":
@@ -333,7 +340,8 @@ def _checks(row: dict[str, Any]) -> str:
         return (
             f"{row['namespace_items']:,} items a namespace; InMemoryStore p50 {base['p50_ms']} / p95 "
             f"{base['p95_ms']} ms, ratio {row['ratio_p50']}x / {row['ratio_p95']}x; "
-            f"same results: {'yes' if row['same_results'] else 'NO'}"
+            f"same results: {'yes' if row['same_results'] else 'NO'}; floor ({_LG_FLOOR[row['workload']]}) "
+            f"p50 {row['floor']['p50_ms']} ms, ratio {row['ratio_to_floor_p50']}x"
         )
     if workload == "lgstore_mixed":
         return (
