@@ -25,12 +25,12 @@ from typing import Any
 
 from graphmem.eval.gate_data import REPO, bipia_lines, default_bipia_dir, labelled
 from graphmem.model import Kind, Source, Trust
-from graphmem.model.write import WriteOutcome, WritePolicy, WriteProposal
+from graphmem.model.write import WriteOutcome, WritePolicy, WriteProposal, WriteReason
 from graphmem.policy.decide import decide
 
 __all__ = ["LAYERS", "GateReport", "GateResult", "gate_datasets", "layer_policy", "run_gate_eval"]
 
-LAYERS = ("rules", "all")
+LAYERS = ("rules", "detector", "all")
 OUTCOMES = ("accepted", "quarantined", "rejected")
 GROUPS = (("attack", "untrusted"), ("attack", "trusted"), ("benign", "untrusted"), ("benign", "trusted"))
 _T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -41,7 +41,11 @@ Line = Mapping[str, Any]
 def layer_policy(layer: str, base: WritePolicy | None = None) -> WritePolicy:
     """``base`` (default: the default policy) with only ``layer``'s injection checks on."""
     base = base or WritePolicy()
-    if layer in ("rules", "all"):
+    if layer == "rules":
+        return base.model_copy(update={"injection_detector": "off"})
+    if layer == "detector":
+        return base.model_copy(update={"poisoning_check": False})
+    if layer == "all":
         return base
     raise ValueError(f"layer must be one of {', '.join(LAYERS)}, got {layer!r}")
 
@@ -63,7 +67,7 @@ def classify(text: str, trust: Trust, policy: WritePolicy) -> str:
     verdict = decide(_proposal(text, trust), policy, trust, now=_T0)
     if verdict.outcome is WriteOutcome.REJECTED:
         return "rejected"
-    if verdict.outcome is WriteOutcome.PENDING_APPROVAL:
+    if verdict.reason is WriteReason.SUSPECTED_INJECTION:
         return "quarantined"
     return "accepted"
 
