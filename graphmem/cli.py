@@ -703,6 +703,16 @@ def bench(
 @click.option(
     "--markdown", "markdown_path", type=click.Path(dir_okay=False), help="Also write the tables here."
 )
+@click.option(
+    "--gate",
+    is_flag=True,
+    help="Score the write gate instead: detection and false blocks per layer and data set.",
+)
+@click.option(
+    "--bipia",
+    type=click.Path(file_okay=False, exists=True),
+    help="--gate: BIPIA training-split directory (default: ../shared/data/bipia-train if present).",
+)
 @click.pass_context
 def eval_cmd(
     ctx: click.Context,
@@ -711,12 +721,32 @@ def eval_cmd(
     sizes: tuple[int, ...],
     systems: tuple[str, ...],
     launch: bool,
+    in_memory: bool,
     output: str | None,
     markdown_path: str | None,
+    gate: bool,
+    bipia: str | None,
 ) -> None:
-    """Score gated recall, the same ranking without the gate, and an untyped baseline, per capability."""
+    """Score gated recall, the same ranking without the gate, and an untyped baseline, per capability.
+
+    With --gate, score the write gate instead: each data set (the rules' own
+    corpus, BIPIA-composed dev attacks of unseen categories, the frozen
+    held-out set) under each layer, with a confusion table and p95 latency.
+    """
     import functools
     from pathlib import Path
+
+    if gate:
+        from graphmem.eval.gate import gate_datasets, run_gate_eval
+
+        gate_report = run_gate_eval(gate_datasets(None if bipia is None else Path(bipia)))
+        gate_tables = gate_report.to_markdown()
+        click.echo(gate_tables)
+        if output:
+            Path(output).write_text(gate_report.to_json() + "\n", encoding="utf-8")
+        if markdown_path:
+            Path(markdown_path).write_text(gate_tables, encoding="utf-8")
+        return
 
     from graphmem.eval import SYSTEMS, run_eval
 

@@ -126,6 +126,13 @@ def test_wheel_ships_every_cypher_file(wheel: Path) -> None:
     assert not any(n.startswith("cypher/") for n in names), "cypher/ must live inside the package"
 
 
+def test_wheel_ships_the_injection_detector_weights(wheel: Path) -> None:
+    member = "graphmem/policy/detector_weights.json"
+    with zipfile.ZipFile(wheel) as archive:
+        assert member in archive.namelist(), f"{member} missing from {wheel.name}"
+        assert archive.read(member) == (REPO / member).read_bytes()
+
+
 def test_installed_wheel_runs_the_demo_on_neo4j(
     wheel: Path, neo4j_target: Neo4jTarget, tmp_path: Path
 ) -> None:

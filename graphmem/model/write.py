@@ -48,6 +48,7 @@ class WriteReason(StrEnum):
     RESTRICTED_SENSITIVITY = "restricted_sensitivity"
     SECRET_DETECTED = "secret_detected"  # noqa: S105 - a reason code, not a secret
     POISONING = "poisoning"
+    SUSPECTED_INJECTION = "suspected_injection"
     MISSING_PROVENANCE = "missing_provenance"
     LOW_CONFIDENCE = "low_confidence"
     INVALID = "invalid"
@@ -72,6 +73,11 @@ class WritePolicy(GraphmemModel):
     trusted author writes visibly (a preference, a runbook step, a quoted attack in
     an incident report) is accepted. ``"all"`` judges trusted text like untrusted
     text; ``"off"`` never rejects trusted text as poisoning.
+
+    ``injection_detector`` (``"on"``) scores untrusted text with the learned
+    detector (``graphmem.policy.detector``): above its reject threshold the
+    proposal is rejected as poisoning; between its two thresholds it waits for
+    a person as ``pending_approval`` with reason ``suspected_injection``.
     """
 
     version: str = Field(default="default", min_length=1, max_length=64)
@@ -80,6 +86,7 @@ class WritePolicy(GraphmemModel):
     secrets: Literal["reject", "redact"] = "reject"
     poisoning_check: bool = True
     trusted_poisoning: Literal["hidden", "all", "off"] = "hidden"
+    injection_detector: Literal["on", "off"] = "on"
     trusted_proposers: tuple[str, ...] = ()
     trusted_source_types: tuple[str, ...] | None = None
     provenance_kinds: tuple[Kind, ...] = (Kind.SEMANTIC, Kind.PROCEDURAL)

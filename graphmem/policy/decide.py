@@ -14,6 +14,7 @@ from datetime import datetime
 from graphmem.model import Kind, MemoryRecord, Sensitivity, Status, Trust, scope_type
 from graphmem.model.base import GraphmemModel
 from graphmem.model.write import WriteDecision, WriteOutcome, WritePolicy, WriteProposal, WriteReason
+from graphmem.policy.detector import load_detector
 from graphmem.policy.poisoning import concealed_findings, scan_poisoning
 from graphmem.policy.secrets import find_secrets, redact_secrets
 
@@ -146,8 +147,10 @@ def decide(
     Order: restricted sensitivity; secrets anywhere the store keeps text
     (content, rationale, source quotes and locators, tags, …) — rejected, or
     redacted and judged further; poisoning in the content and source quotes;
-    provenance for semantic/procedural; confidence; then approval for broad
-    scopes and procedures; else accepted.
+    the injection detector on untrusted text (rejected above its high
+    threshold); provenance for semantic/procedural; confidence; then approval —
+    ``suspected_injection`` (untrusted text between the detector's thresholds),
+    broad scopes, procedures; else accepted.
 
     ``source_trust`` overrides ``effective_trust`` when the store knows better
     (it should not take an agent's word that its sources are trusted). Poisoning
@@ -195,6 +198,24 @@ def decide(
                 [*notes, *poison],
             )
 
+    suspected = False
+    if policy.injection_detector == "on" and trust is Trust.UNTRUSTED:
+        detector = load_detector()
+        texts = [proposal.content, *(s.quote for s in proposal.sources if s.quote)]
+        p = max(detector.score(text).probability for text in texts)
+        if p >= detector.reject_at:
+            return _verdict(
+                proposal,
+                policy,
+                rejected,
+                WriteReason.POISONING,
+                f"the injection detector finds an instruction to an AI in untrusted text (p={p:.3f})",
+                [*notes, "injection:detector"],
+            )
+        suspected = p >= detector.quarantine_at
+        if suspected:
+            notes = [*notes, "injection:suspected"]
+
     if proposal.kind in policy.provenance_kinds:
         support = len(proposal.sources) + len(proposal.derived_from)
         if support < policy.min_support:
@@ -218,8 +239,18 @@ def decide(
             notes,
         )
 
-    redacted = " (secrets redacted)" if notes else ""
+    redacted = " (secrets redacted)" if any(n.startswith("secret") for n in notes) else ""
     pending = WriteOutcome.PENDING_APPROVAL
+    if suspected:
+        return _verdict(
+            proposal,
+            policy,
+            pending,
+            WriteReason.SUSPECTED_INJECTION,
+            f"untrusted text may carry an instruction to an AI; a person must approve{redacted}",
+            notes,
+            now,
+        )
     if scope_type(proposal.scope) in policy.approval_scope_types:
         return _verdict(
             proposal,
@@ -240,7 +271,7 @@ def decide(
             notes,
             now,
         )
-    reason = WriteReason.SECRET_REDACTED if notes else WriteReason.ACCEPTED
+    reason = WriteReason.SECRET_REDACTED if redacted else WriteReason.ACCEPTED
     return _verdict(proposal, policy, WriteOutcome.ACCEPTED, reason, f"accepted{redacted}", notes, now)
 
 

@@ -1,0 +1,230 @@
+"""``graphmem eval --gate``: the write gate's detection and false blocks, layer by layer.
+
+Every labelled line (``graphmem.eval.gate_data``) is proposed to the pure gate
+(``graphmem.policy.decide``) as a semantic memory cited from a document of
+the line's trust, once per layer:
+
+* ``rules`` — the poisoning rules alone (the injection detector off);
+* ``detector`` — the learned injection detector alone (poisoning rules off);
+* ``all`` — the gate as shipped, every layer on.
+
+A line is *blocked* when it is rejected or quarantined (``pending_approval``
+with reason ``suspected_injection``). Results name categories and counts,
+never text.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from graphmem.eval.gate_data import REPO, bipia_lines, default_bipia_dir, labelled
+from graphmem.model import Kind, Source, Trust
+from graphmem.model.write import WriteOutcome, WritePolicy, WriteProposal, WriteReason
+from graphmem.policy.decide import decide
+
+__all__ = ["LAYERS", "GateReport", "GateResult", "gate_datasets", "layer_policy", "run_gate_eval"]
+
+LAYERS = ("rules", "detector", "all")
+OUTCOMES = ("accepted", "quarantined", "rejected")
+GROUPS = (("attack", "untrusted"), ("attack", "trusted"), ("benign", "untrusted"), ("benign", "trusted"))
+_T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+Line = Mapping[str, Any]
+
+
+def layer_policy(layer: str, base: WritePolicy | None = None) -> WritePolicy:
+    """``base`` (default: the default policy) with only ``layer``'s injection checks on."""
+    base = base or WritePolicy()
+    if layer == "rules":
+        return base.model_copy(update={"injection_detector": "off"})
+    if layer == "detector":
+        return base.model_copy(update={"poisoning_check": False})
+    if layer == "all":
+        return base
+    raise ValueError(f"layer must be one of {', '.join(LAYERS)}, got {layer!r}")
+
+
+def _proposal(text: str, trust: Trust) -> WriteProposal:
+    return WriteProposal(
+        tenant="gate-eval",
+        kind=Kind.SEMANTIC,
+        scope="user:gate-eval",
+        content=text,
+        valid_from=_T0,
+        sources=(Source(id="doc-1", type="document", trust=trust),),
+        proposed_by="gate-eval",
+    )
+
+
+def classify(text: str, trust: Trust, policy: WritePolicy) -> str:
+    """``accepted``, ``quarantined`` or ``rejected``: what the gate does with ``text``."""
+    verdict = decide(_proposal(text, trust), policy, trust, now=_T0)
+    if verdict.outcome is WriteOutcome.REJECTED:
+        return "rejected"
+    if verdict.reason is WriteReason.SUSPECTED_INJECTION:
+        return "quarantined"
+    return "accepted"
+
+
+@dataclass
+class GateResult:
+    """One data set under one layer: a confusion table and per-category misses."""
+
+    dataset: str
+    layer: str
+    confusion: dict[str, dict[str, int]] = field(default_factory=dict)
+    missed_by_category: dict[str, int] = field(default_factory=dict)
+    false_blocks_by_category: dict[str, int] = field(default_factory=dict)
+
+    def count(self, label: str, trust: str, outcomes: Iterable[str] = OUTCOMES) -> int:
+        row = self.confusion.get(f"{label}/{trust}", {})
+        return sum(row.get(o, 0) for o in outcomes)
+
+    def rate(self, label: str, trust: str) -> float | None:
+        """The blocked fraction of a group, or ``None`` when the group is empty."""
+        total = self.count(label, trust)
+        return self.count(label, trust, ("quarantined", "rejected")) / total if total else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dataset": self.dataset,
+            "layer": self.layer,
+            "confusion": self.confusion,
+            "attack_blocked": self.rate("attack", "untrusted"),
+            "benign_untrusted_blocked": self.rate("benign", "untrusted"),
+            "benign_trusted_blocked": self.rate("benign", "trusted"),
+            "missed_by_category": self.missed_by_category,
+            "false_blocks_by_category": self.false_blocks_by_category,
+        }
+
+
+def evaluate(
+    dataset: str, lines: Sequence[Line], layer: str, policy: WritePolicy | None = None
+) -> GateResult:
+    """Run ``lines`` through the gate with only ``layer`` on."""
+    judged = layer_policy(layer, policy)
+    result = GateResult(dataset, layer)
+    for line in lines:
+        trust = Trust(line.get("source_trust", "untrusted"))
+        label = str(line["label"])
+        outcome = classify(str(line["text"]), trust, judged)
+        row = result.confusion.setdefault(f"{label}/{trust.value}", dict.fromkeys(OUTCOMES, 0))
+        row[outcome] += 1
+        category = str(line.get("category", "uncategorised"))
+        if label == "attack" and outcome == "accepted":
+            result.missed_by_category[category] = result.missed_by_category.get(category, 0) + 1
+        if label == "benign" and outcome != "accepted":
+            result.false_blocks_by_category[category] = result.false_blocks_by_category.get(category, 0) + 1
+    return result
+
+
+def gate_datasets(bipia_dir: Path | None = None) -> dict[str, list[dict[str, Any]]]:
+    """The data sets found: ``corpus``, ``heldout`` (the repository), ``bipia-dev`` (given or nearby)."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    corpus, heldout = REPO / "tests" / "corpus", REPO / "tests" / "heldout"
+    if (corpus / "attacks.jsonl").is_file():
+        found["corpus"] = labelled(corpus, skip_categories=frozenset({"secret"}))
+    bipia = bipia_dir or default_bipia_dir()
+    if bipia is not None:
+        found["bipia-dev"] = bipia_lines(bipia, "dev")
+    if (heldout / "attacks.jsonl").is_file():
+        found["heldout"] = labelled(heldout)
+    return found
+
+
+def _p95_ms(run: Callable[[], object], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        run()
+        times.append((time.perf_counter() - start) * 1000)
+    times.sort()
+    return times[int(0.95 * (len(times) - 1))]
+
+
+def latency(repeat: int = 200) -> dict[str, float]:
+    """p95 milliseconds of ``decide`` and of an embedded ``propose`` for a 2 KB untrusted text."""
+    from graphmem.store import MemoryStore
+
+    sentence = "The quarterly report lists revenue by region, with notes on shipping delays and returns. "
+    text = (sentence * (2048 // len(sentence) + 1))[:2048]
+    policy = WritePolicy()
+    store = MemoryStore.embedded()
+    counter = iter(range(10**9))
+
+    def propose() -> None:
+        store.propose(
+            _proposal(f"{next(counter)} {text}"[:2048], Trust.UNTRUSTED), source_trust=Trust.UNTRUSTED
+        )
+
+    return {
+        "decide_p95_ms": _p95_ms(
+            lambda: decide(_proposal(text, Trust.UNTRUSTED), policy, Trust.UNTRUSTED), repeat
+        ),
+        "propose_p95_ms": _p95_ms(propose, repeat),
+    }
+
+
+@dataclass
+class GateReport:
+    """Every data set under every layer, and the gate's latency."""
+
+    results: list[GateResult]
+    latency: dict[str, float]
+
+    def to_json(self) -> str:
+        doc = {"results": [r.to_dict() for r in self.results], "latency": self.latency}
+        return json.dumps(doc, indent=2, sort_keys=True)
+
+    def to_markdown(self) -> str:
+        def pct(value: float | None) -> str:
+            return "—" if value is None else f"{100 * value:.1f}%"
+
+        out = [
+            "| data set | layer | attacks blocked | benign untrusted blocked | benign trusted blocked |",
+            "|---|---|---|---|---|",
+        ]
+        for r in self.results:
+            cells = [
+                f"{pct(r.rate(label, trust))} ({r.count(label, trust, ('quarantined', 'rejected'))}"
+                f"/{r.count(label, trust)})"
+                for label, trust in (("attack", "untrusted"), ("benign", "untrusted"), ("benign", "trusted"))
+            ]
+            out.append(f"| {r.dataset} | {r.layer} | {' | '.join(cells)} |")
+        for r in self.results:
+            if r.layer != "all":
+                continue
+            out += ["", f"Confusion, {r.dataset}, all layers:", ""]
+            out += ["| label / trust | accepted | quarantined | rejected |", "|---|---|---|---|"]
+            for label, trust in GROUPS:
+                row = r.confusion.get(f"{label}/{trust}")
+                if row:
+                    out.append(f"| {label} / {trust} | {' | '.join(str(row[o]) for o in OUTCOMES)} |")
+            if r.missed_by_category:
+                missed = ", ".join(f"{k} {v}" for k, v in sorted(r.missed_by_category.items()))
+                out.append(f"\nAttacks accepted, by category: {missed}.")
+            if r.false_blocks_by_category:
+                blocked = ", ".join(f"{k} {v}" for k, v in sorted(r.false_blocks_by_category.items()))
+                out.append(f"\nBenign blocked, by category: {blocked}.")
+        out += ["", "| latency, 2 KB text | p95 ms |", "|---|---|"]
+        out += [f"| {name.removesuffix('_p95_ms')} | {value:.2f} |" for name, value in self.latency.items()]
+        return "\n".join(out) + "\n"
+
+
+def run_gate_eval(
+    datasets: Mapping[str, Sequence[Line]] | None = None,
+    layers: Sequence[str] = LAYERS,
+    *,
+    policy: WritePolicy | None = None,
+    timing: bool = True,
+) -> GateReport:
+    """Evaluate every data set (default: ``gate_datasets()``) under every layer."""
+    datasets = gate_datasets() if datasets is None else datasets
+    results = [evaluate(name, lines, layer, policy) for name, lines in datasets.items() for layer in layers]
+    return GateReport(results, latency() if timing else {})

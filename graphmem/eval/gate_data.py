@@ -1,0 +1,161 @@
+"""Labelled texts for the write gate's evaluation and the injection detector's training.
+
+A *line* is a mapping with ``text``, ``label`` (``attack`` / ``benign``),
+``source_trust`` (``trusted`` / ``untrusted``) and ``category``. Data sets:
+
+* ``corpus`` — ``tests/corpus/``, the set the rules were written against
+  (its ``secret`` lines are left out: they measure the secret detector).
+* ``heldout`` — ``tests/heldout/``, hand-written and frozen; never tuned on.
+* ``bipia-train`` / ``bipia-dev`` — BIPIA's *training* split composed the way
+  the benchmark composes attacks: one instruction inserted into a clean email,
+  table or code answer at its start, middle or end. The instruction
+  categories in ``DEV_CATEGORIES`` and the last fifth of the contexts go only
+  to ``bipia-dev``, so dev measures attacks of kinds the detector never saw.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "DEV_CATEGORIES",
+    "REPO",
+    "bipia_lines",
+    "compose",
+    "default_bipia_dir",
+    "jsonl_lines",
+    "labelled",
+]
+
+Line = dict[str, Any]
+
+REPO = Path(__file__).resolve().parents[2]
+
+DEV_CATEGORIES = frozenset(
+    {
+        # text attacks: one of each family left out, plus two more
+        "Learning and Tutoring",
+        "Language Translation",
+        "Anagramming",
+        "Persuasion",
+        "Clickbait",
+        # code attacks
+        "Memory Scanning",
+        "Network Propagation",
+        "Cryptocurrency Mining",
+    }
+)
+POSITIONS = ("start", "middle", "end")
+_SENTENCE_END = re.compile(r"[.!?。]\s+")
+_MAX_CONTEXT = 3000
+
+
+def default_bipia_dir() -> Path | None:
+    """``../shared/data/bipia-train`` next to the repository, if it is there."""
+    path = REPO.parent / "shared" / "data" / "bipia-train"
+    return path if (path / "text_attack_train.json").is_file() else None
+
+
+def jsonl_lines(path: Path) -> list[Line]:
+    """The JSON objects of a JSON Lines file, one a line."""
+    with path.open(encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def labelled(directory: Path, *, skip_categories: frozenset[str] = frozenset()) -> list[Line]:
+    """``attacks.jsonl`` and ``benign.jsonl`` of ``directory`` as labelled lines."""
+    lines: list[Line] = []
+    for name, label in (("attacks", "attack"), ("benign", "benign")):
+        for line in jsonl_lines(directory / f"{name}.jsonl"):
+            if line.get("category") in skip_categories:
+                continue
+            lines.append({**line, "label": label, "source_trust": line.get("source_trust", "untrusted")})
+    return lines
+
+
+def compose(context: str, instruction: str, position: str, *, table: bool = False) -> str:
+    """``context`` with ``instruction`` inserted at its start, middle (a sentence or row break) or end."""
+    sep = "\n" if table else " "
+    if position == "start":
+        return f"{instruction}{sep}{context}"
+    if position == "end":
+        return f"{context}{sep}{instruction}"
+    if table:
+        rows = context.split("\n")
+        half = len(rows) // 2
+        return "\n".join([*rows[:half], instruction, *rows[half:]])
+    cuts = [m.end() for m in _SENTENCE_END.finditer(context)] or [len(context) // 2]
+    mid = min(cuts, key=lambda c: abs(c - len(context) / 2))
+    return f"{context[:mid].rstrip()} {instruction} {context[mid:].lstrip()}"
+
+
+def _contexts(directory: Path) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for kind in ("email", "table", "code"):
+        texts = []
+        for row in jsonl_lines(directory / f"{kind}_train.jsonl"):
+            context = row["context"]
+            text = "\n".join(context) if isinstance(context, list) else str(context)
+            text = text.strip()
+            if text and len(text) <= _MAX_CONTEXT:
+                texts.append(text)
+        out[kind] = texts
+    return out
+
+
+def _split(items: list[str], split: str) -> list[str]:
+    cut = len(items) - len(items) // 5
+    return items[:cut] if split == "train" else items[cut:]
+
+
+def _instructions(directory: Path, split: str) -> Iterator[tuple[str, str, str]]:
+    """(family, category, instruction) of the split: ``text`` attacks and ``code`` attacks."""
+    for family, name in (("text", "text_attack_train.json"), ("code", "code_attack_train.json")):
+        with (directory / name).open(encoding="utf-8") as handle:
+            by_category: dict[str, list[str]] = json.load(handle)
+        for category, texts in sorted(by_category.items()):
+            if (category in DEV_CATEGORIES) == (split == "dev"):
+                for text in texts:
+                    yield family, category, text
+
+
+def bipia_lines(directory: Path, split: str, *, per_instruction: int = 6, seed: int = 19) -> list[Line]:
+    """BIPIA-composed attacks and the clean contexts of ``split`` (``train`` or ``dev``).
+
+    Each instruction goes into ``per_instruction`` contexts (text attacks into
+    emails and tables, code attacks into code answers), cycling through the
+    three positions; every clean context of the split is a benign line. All
+    lines are untrusted: they come from documents. Deterministic for a seed.
+    """
+    if split not in ("train", "dev"):
+        raise ValueError(f"split must be 'train' or 'dev', got {split!r}")
+    rng = random.Random(f"{seed}:{split}")
+    contexts = {kind: _split(texts, split) for kind, texts in _contexts(directory).items()}
+    prose = [("email", t) for t in contexts["email"]] + [("table", t) for t in contexts["table"]]
+    code = [("code", t) for t in contexts["code"]]
+    lines: list[Line] = []
+    for n, (family, category, instruction) in enumerate(_instructions(directory, split)):
+        pool = code if family == "code" else prose
+        for k, (kind, context) in enumerate(rng.sample(pool, min(per_instruction, len(pool)))):
+            position = POSITIONS[(n + k) % 3]
+            lines.append(
+                {
+                    "text": compose(context, instruction, position, table=kind == "table"),
+                    "label": "attack",
+                    "source_trust": "untrusted",
+                    "category": category,
+                    "carrier": kind,
+                    "position": position,
+                }
+            )
+    for kind, texts in contexts.items():
+        for text in texts:
+            lines.append(
+                {"text": text, "label": "benign", "source_trust": "untrusted", "category": f"clean_{kind}"}
+            )
+    return lines

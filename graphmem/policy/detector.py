@@ -1,0 +1,309 @@
+"""The learned injection detector: is a sentence of this text an instruction to the reader's AI?
+
+A text is cut into segments (sentences, table rows, ``|``-separated header
+fields), quotations are left out, and each segment is scored by a
+logistic regression over two kinds of features:
+
+* hand-designed cues that carry across attacks and languages — who is
+  addressed (an assistant, "your response"), imperative mood, demands on the
+  output's language, encoding or format, links, promotion, authority and role
+  claims, exfiltration and tool verbs, memory writes, hiding from the user, and
+  how little the segment shares with the rest of the text (a task unrelated to
+  the document around it);
+* hashed word unigrams and bigrams (and character bigrams of CJK runs), kept
+  weak by stronger regularisation in training.
+
+The text's score is its most suspicious segment's. Weights ship in
+``detector_weights.json`` (trained by ``python -m graphmem.eval.train_detector``);
+inference is plain Python. Pure: imports the standard library and
+``graphmem.policy.text`` only.
+"""
+
+# ruff: noqa: RUF001  (Cyrillic and CJK words are the point of this module)
+
+from __future__ import annotations
+
+import array
+import base64
+import json
+import math
+import re
+import zlib
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from graphmem.errors import GraphmemError
+from graphmem.policy.text import fold, visible_text
+
+__all__ = [
+    "CUES",
+    "HASH_DIM",
+    "Detector",
+    "InjectionScore",
+    "load_detector",
+    "segment_features",
+    "segments",
+]
+
+HASH_DIM = 1 << 13
+WEIGHTS_FILE = Path(__file__).with_name("detector_weights.json")
+
+_SEGMENT = re.compile(r"(?<=[.!?。！？])\s+|[。！？]|\n+|\s*\|\s*(?=[A-Z_ ]{2,20}\s*:)")
+_WORD = re.compile(r"[^\W\d_]+(?:'[a-z]+)?", re.U)
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]+")
+_CONTENT_MIN = 4
+# Quotations of 12 characters or more: the author reports what someone said (an incident report, an
+# article about attacks). Code is kept: an instruction can sit inside an answer's code block.
+_QUOTATION = re.compile(r'"[^"\n]{12,400}"|“[^”]{12,400}”|«[^»]{12,400}»|^[^\S\n]*>.*$', re.M)
+
+
+def _lex(*words: str) -> re.Pattern[str]:
+    return re.compile("|".join(f"(?:{w})" for w in words))
+
+
+# Each cue is a folded-text pattern; languages: en, de, fr, es, pt, it, nl, pl, tr, ru, zh, ja, ko.
+CUES: dict[str, re.Pattern[str]] = {
+    "addressee_ai": _lex(
+        r"\b(?:ai|a\.i\.|llm|chatbot|bot|bots|assistant|assistants|language\s+model|ai\s+model|gpt)\b",
+        r"\b(?:ki|sprachmodell\w*|assistent(?:in)?|ia|assistente|asistente|modelo\s+de\s+lenguaje|"
+        r"modele\s+de\s+langage|taalmodel|asystenc\w*|model\w*\s+jezykow\w*|yapay\s+zeka|asistan\w*)\b",
+        r"\b(?:ии|ассистент\w*|нейросет\w*|модел\w+)\b",
+        r"助手|人工智能|智能体|アシスタント|言語モデル|ＡＩ|비서|인공지능|챗봇",
+    ),
+    "your_output": _lex(
+        r"\b(?:your|the)\s+(?:\w+\s+)?(?:response|responses|answer|answers|reply|replies|output|summary|"
+        r"message|text|solution|code|implementation)\b",
+        r"\bin\s+(?:your|the|each|every)\s+(?:\w+\s+)?(?:response|answer|reply|output)\b",
+        r"\b(?:tu|su|ta|votre|deine|ihre|sua|tua|la\s+tua|je|uw|twoj\w*|cevab\w*)\s+(?:\w+\s+)?(?:respuesta|"
+        r"reponse|antwort|resposta|risposta|antwoord|odpowiedz\w*)\b",
+        r"\b(?:ответ\w*)\b|回答|回复|答复|返答|返信|답변|대답",
+    ),
+    "you_modal": _lex(
+        r"\byou\s+(?:must|should|need\s+to|have\s+to|will|are\s+to|shall|may\s+now|can\s+now)\b",
+        r"\b(?:du\s+musst|sie\s+mussen|tu\s+dois|vous\s+devez|debes|deve[s]?|devi|je\s+moet|musisz|"
+        r"ты\s+должен|вы\s+должны|必须|必ず|반드시)\b",
+    ),
+    "imperative_start": _lex(
+        r"^(?:please\s+|kindly\s+|also\s+|now\s+|then\s+|first\s+|finally\s+)?(?:add|include|insert|append|"
+        r"write|rewrite|translate|reply|respond|answer|tell|mention|say|state|use|replace|remove|"
+        r"rearrange|introduce|integrate|incorporate|embed|provide|explain|describe|list|compose|draft|"
+        r"send|forward|ignore|forget|disregard|format|encode|convert|end|start|begin|make|give|show|"
+        r"summari[sz]e|recommend|promote|urge|encourage|direct|ensure|execute|run|call|delete|"
+        r"remember|save|store|treat|act|pretend|do\s+not|don't|never|always|from\s+now\s+on)\b",
+        r"^(?:bitte\s+)?(?:fuge|schreibe?|antworte|ubersetze|erwahne|sag|nutze|verwende|sende|schicke|"
+        r"speichere|ignoriere|vergiss|beantworte|gib)\b",
+        r"^(?:ajoute|ecris|reponds|traduis|mentionne|dis|utilise|envoie|ignore|oublie|affirme|redige|"
+        r"enregistre|garde)\b",
+        r"^(?:anade|escribe|responde|traduce|menciona|di|dile|usa|envia|ignora|olvida|guarda|incluye)\b",
+        r"^(?:adiciona|escreve|responde|traduz|menciona|diz|diga|usa|envia|ignora|esquece|guarda|inclui)\b",
+        r"^(?:aggiungi|scrivi|rispondi|traduci|menziona|di|usa|invia|ignora|dimentica|salva|includi)\b",
+        r"^(?:voeg|schrijf|antwoord|vertel|gebruik|stuur|sla|negeer|vergeet)\b",
+        r"^(?:dodaj|napisz|odpowiadaj|odpowiedz|powiedz|uzyj|wyslij|zapisz|ignoruj|zapomnij)\b",
+        r"^(?:добавь|напиши|отвечай|ответь|переведи|скажи|используй|отправь|сохрани|игнорируй|забудь)",
+        r"^(?:请|請|务必|務必|先|在回答|回答时)|(?:してください|しなさい|せよ|하세요|해라|하십시오)",
+    ),
+    "output_language": _lex(
+        r"\b(?:in|into|to)\s+(?:english|french|spanish|german|italian|portuguese|dutch|russian|chinese|"
+        r"japanese|korean|arabic|hindi|turkish|polish|latin|klingon|welsh|swedish|greek|hebrew|pig\s+latin)\b",
+        r"\btranslat\w*\b|\bubersetz\w*|\btradu\w*|\bvertaal\w*|\bprzetlumacz\w*|\bперевед\w*|翻译|翻訳|번역",
+        r"\b(?:auf|en|em|in|na|по)[\s-]+(?:englisch|deutsch|franzosisch|spanisch|niederlandisch|ingles|"
+        r"frances|aleman|japones|chino|russo|ruso|anglais|allemand|espagnol|japonais|chinois|latin|"
+        r"latim|latino|inglese|francese|tedesco|giapponese|engels|duits|frans|angielsku|rosyjsku|"
+        r"английском|русском|китайском|немецком)\b",
+        r"(?:用|以)(?:英文|英语|中文|日语|法语)|(?:英語|日本語|中国語)で|영어로|일본어로",
+    ),
+    "output_transform": _lex(
+        r"\b(?:base64|hex(?:adecimal)?|morse|rot13|binary|emoji\w*|uppercase|upper\s+case|lowercase|"
+        r"capital\s+letters|all\s+caps|backwards|reverse\w*|anagram\w*|typos?|misspell\w*|letters?|"
+        r"vowels?|spaces?|symbols?|numbers?\s+for|every\s+(?:other|second|third|fourth|word)|"
+        r"rhyme|pirate|bold|italic\w*|json|xml|markdown|bullet\w*|haiku|limerick|poem|acrostic)\b",
+        r"\b(?:mayusculas|majuscules|grossbuchstaben|maiusculas|maiuscole|hoofdletters|vocal\w*|"
+        r"voyelles|vokale|emoji|rovesci\w*|al\s+reves|a\s+l'envers|ruckwarts|gedicht|poeme|poema|"
+        r"poesia|стих\w*|заглавн\w*)\b|表情|絵文字|詩|笑话|冗談|이모지",
+    ),
+    "link": _lex(
+        r"\bhttps?://|\bwww\.|\b[\w-]+\.(?:com|net|org|io|xyz|example|info|biz|ru|cn|top|site|click|app)\b",
+        r"\b(?:link|links|linking|url|website|site|lien|enlace|ligacao|collegamento|ссылк\w*)\b|链接|リンク|링크",
+    ),
+    "promotion": _lex(
+        r"\b(?:buy|purchase|discount|offer|deal|deals|sale|free|win|winner|prize|bonus|gift|cheap|"
+        r"subscribe|sign\s+up|download|install|vote|donate|invest\w*|crypto\w*|casino|loan|"
+        r"recommend\w*|best|only|urgent\w*|amazing|incredible|weird\s+trick|you\s+won't\s+believe)\b",
+        r"\b(?:kauf\w*|rabatt|angebot|gratis|kostenlos|acheter|offre|promo\w*|comprar?|oferta|compra|"
+        r"offerta|korting|kup|indirim|купи\w*|скидк\w*|подар\w*|бонус\w*)\b|购买|优惠|推荐|お得|買|구매|할인",
+    ),
+    "authority": _lex(
+        r"\b(?:admin|administrator|administrators|developer|developers|owner|operator|root|sudo|"
+        r"system|director|ceo|manager|supervisor|verified|authori[sz]\w*|permission\w*|privilege\w*|"
+        r"clearance|grant\w*|allowed|rights|override\w*|priority|policy|policies|guidelines?|rules?|"
+        r"restrictions?|filters?|safety)\b",
+        r"\b(?:administrateur|administrador|amministratore|beheerder|administrator\w*|yonetici|"
+        r"администратор\w*|разработчик\w*|entwickler\w*|desarrollador|developpeur|droits|derechos|"
+        r"rechte|regeln|regles|reglas|regole|regras|правил\w*)\b|管理员|管理者|권한|관리자|开发者",
+    ),
+    "exfil_tool": _lex(
+        r"\b(?:send|sends|forward|email|e-mail|upload|post|leak|exfiltrat\w*|transfer|wire|pay|call|"
+        r"invoke|run|execute|curl|wget|shell|command|delete|erase|wipe|tool|api|password\w*|credential\w*|"
+        r"cookies?|contacts?|address\s+book|conversation|history|private|personal|data)\b",
+        r"\b(?:schick\w*|sende\w*|envo\w*|envia\w*|invia\w*|stuur|wyslij|gonder|отправ\w*|перешли|"
+        r"передай|kontaktdaten|donnees|datos|dados|dati|gegevens|данные)\b|发送|转账|送信|전송|调用",
+    ),
+    "memory_write": _lex(
+        r"\b(?:remember|memori[sz]e|memory|save|store|record|note\s+that|from\s+now\s+on|henceforth|"
+        r"going\s+forward|permanently|forever|always|never|future|every\s+time|each\s+time)\b",
+        r"\b(?:speicher\w*|merk\w*|dauerhaft|ab\s+sofort|immer|retiens|memoire|desormais|toujours|"
+        r"recuerda|memoria|siempre|a\s+partir\s+de\s+ahora|lembr\w*|sempre|para\s+sempre|d'ora\s+in\s+poi|"
+        r"ricorda|onthoud|altijd|od\s+teraz|zawsze|zapamietaj|her\s+zaman|запомни|всегда|"
+        r"с\s+этого\s+момента|теперь)\b|记住|永远|以后|今後|常に|앞으로|기억",
+    ),
+    "hide": _lex(
+        r"\b(?:don't|do\s+not|never|without)\s+(?:tell|telling|mention\w*|reveal\w*|inform\w*|ask\w*|"
+        r"explain\w*|notify\w*|let\s+\w+\s+know)\b|\b(?:secretly|quietly|silently|covertly)\b",
+        r"\b(?:ohne\s+(?:zu\s+)?(?:fragen|erwahnen)|sans\s+(?:le\s+)?(?:dire|mentionner|demander)|"
+        r"sin\s+(?:decir|mencionar|preguntar)|sem\s+(?:dizer|mencionar)|senza\s+(?:dire|chiedere)|"
+        r"nie\s+mow|никому|не\s+говори|не\s+сообщай)\b|不要告诉|言わないで|알리지",
+    ),
+    "persona": _lex(
+        r"\byou\s+are\s+(?:now|no\s+longer|not)\b|\bact\s+as\b|\bpretend\b|\bpersona\b|\brole\s*play\b",
+        r"\b(?:du\s+bist\s+(?:jetzt|nun)|tu\s+es\s+(?:maintenant|desormais)|ahora\s+eres|agora\s+es|"
+        r"ora\s+sei|теперь\s+ты|ты\s+больше\s+не)\b|你现在是|あなたは今",
+    ),
+    "user_reference": _lex(
+        r"\b(?:the|this)\s+(?:user|users|reader|readers|customer|recipient)\b|\busers?\b",
+        r"\b(?:dem\s+nutzer|l'utilisateur|al\s+usuario|ao\s+utilizador|all'utente|de\s+gebruiker|"
+        r"uzytkownik\w*|kullanici\w*|пользовател\w*)\b|用户|ユーザー|사용자",
+    ),
+    "question": re.compile(r"\?\s*$|？"),
+}
+
+_DENSE = (*CUES, "low_overlap", "short", "long", "imperative_x_output", "addressee_x_any")
+DENSE_DIM = len(_DENSE)
+FEATURE_DIM = HASH_DIM + DENSE_DIM
+
+
+def segments(text: str) -> list[str]:
+    """The author's own sentences, rows and header fields, folded; long quotations left out."""
+    own = fold(_QUOTATION.sub(" ", visible_text(text)))
+    return [s.strip(" -*•:;,") for s in _SEGMENT.split(own) if len(s.strip(" -*•:;,")) > 1]
+
+
+def _content_words(segment: str) -> set[str]:
+    words = {w for w in _WORD.findall(segment) if len(w) >= _CONTENT_MIN}
+    for run in _CJK.findall(segment):
+        words.update(run[i : i + 2] for i in range(len(run) - 1))
+    return words
+
+
+def _bucket(token: str) -> int:
+    return zlib.crc32(token.encode("utf-8")) & (HASH_DIM - 1)
+
+
+def segment_features(segment: str, context_words: dict[str, int] | None, own: set[str]) -> dict[int, float]:
+    """Sparse features of one segment; ``context_words`` counts content words over the whole text."""
+    features: dict[int, float] = {}
+    words = _WORD.findall(segment)
+    for a, b in zip(["^", *words], [*words, "$"], strict=True):
+        for token in (b, f"{a} {b}"):
+            i = _bucket(token)
+            features[i] = features.get(i, 0.0) + 1.0
+    for run in _CJK.findall(segment):
+        for k in range(len(run) - 1):
+            i = _bucket(run[k : k + 2])
+            features[i] = features.get(i, 0.0) + 1.0
+    norm = math.sqrt(sum(v * v for v in features.values())) or 1.0
+    for i in features:
+        features[i] /= norm
+    dense = dict.fromkeys(_DENSE, 0.0)
+    for name, pattern in CUES.items():
+        if pattern.search(segment):
+            dense[name] = 1.0
+    others = (
+        {w for w, n in context_words.items() if n > (1 if w in own else 0)}
+        if context_words is not None
+        else set()
+    )
+    if len(others) >= 5 and own:
+        dense["low_overlap"] = 1.0 - len(own & others) / len(own)
+    dense["short"] = 1.0 if len(words) < 5 else 0.0
+    dense["long"] = 1.0 if len(words) > 40 else 0.0
+    dense["imperative_x_output"] = dense["imperative_start"] * max(
+        dense["your_output"], dense["addressee_ai"]
+    )
+    dense["addressee_x_any"] = dense["addressee_ai"] * max(
+        dense["imperative_start"], dense["you_modal"], dense["memory_write"], dense["authority"]
+    )
+    for k, name in enumerate(_DENSE):
+        if dense[name]:
+            features[HASH_DIM + k] = dense[name]
+    return features
+
+
+def text_segment_features(text: str) -> list[dict[int, float]]:
+    """Features of every segment of ``text``, in order (empty for a text with no words)."""
+    parts = segments(text)
+    owns = [_content_words(s) for s in parts]
+    counts: dict[str, int] = {}
+    for own in owns:
+        for w in own:
+            counts[w] = counts.get(w, 0) + 1
+    context = counts if len(parts) > 1 else None
+    return [segment_features(s, context, own) for s, own in zip(parts, owns, strict=True)]
+
+
+@dataclass(frozen=True, slots=True)
+class InjectionScore:
+    """The probability that ``text`` carries an instruction to an AI, and which segment says so."""
+
+    probability: float
+    segment: int | None
+
+
+@dataclass(frozen=True)
+class Detector:
+    """Weights, bias and the two thresholds: reject at ``reject_at``, quarantine at ``quarantine_at``."""
+
+    weights: tuple[float, ...]
+    bias: float
+    quarantine_at: float
+    reject_at: float
+    version: str
+
+    def score(self, text: str) -> InjectionScore:
+        """The most suspicious segment's probability (0.0 for a text with no words)."""
+        best, where = -math.inf, None
+        w = self.weights
+        for n, features in enumerate(text_segment_features(text)):
+            z = self.bias + sum(w[i] * v for i, v in features.items())
+            if z > best:
+                best, where = z, n
+        if where is None:
+            return InjectionScore(0.0, None)
+        return InjectionScore(1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, best)))), where)
+
+
+def decode_weights(blob: str) -> tuple[float, ...]:
+    """Little-endian float32 values from base64 text."""
+    values = array.array("f")
+    values.frombytes(base64.b64decode(blob))
+    return tuple(values.tolist())
+
+
+@cache
+def load_detector(path: Path = WEIGHTS_FILE) -> Detector:
+    """The shipped detector (cached); ``path`` names another weights file."""
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    weights = decode_weights(doc["weights"])
+    if len(weights) != FEATURE_DIM or doc.get("features") != list(_DENSE):
+        raise GraphmemError(
+            f"{path} was trained for other features; run python -m graphmem.eval.train_detector",
+            code="detector_weights_mismatch",
+        )
+    return Detector(
+        weights, float(doc["bias"]), float(doc["quarantine_at"]), float(doc["reject_at"]), doc["version"]
+    )
+
+
+def dense_feature_names() -> tuple[str, ...]:
+    """The hand-designed features, in weight order after the hashed ones."""
+    return _DENSE
