@@ -56,9 +56,16 @@ _MAX_CONTEXT = 3000
 
 
 def default_bipia_dir() -> Path | None:
-    """``../shared/data/bipia-train`` next to the repository, if it is there."""
-    path = REPO.parent / "shared" / "data" / "bipia-train"
-    return path if (path / "text_attack_train.json").is_file() else None
+    """``$GRAPHMEM_BIPIA``, else ``../shared/data/bipia-train`` next to the repository, else the
+    workplace's shared data folder, if one of them is there."""
+    import os
+
+    candidates = [os.environ.get("GRAPHMEM_BIPIA"), REPO.parent / "shared" / "data" / "bipia-train"]
+    candidates.append(Path("/work/shared/data/bipia-train"))
+    for candidate in candidates:
+        if candidate and (Path(candidate) / "text_attack_train.json").is_file():
+            return Path(candidate)
+    return None
 
 
 def jsonl_lines(path: Path) -> list[Line]:
