@@ -249,7 +249,7 @@ _CLAUSE_INSIDE = re.compile(
 
 
 # The embedded engine's SQLite statements (SQL, not Cypher) live in these modules.
-_SQL_MODULES = {"sqlite_engine.py", "sqlite_check.py", "embedded.py", "engine.py", "lgstore.py"}
+_SQL_MODULES = {"sqlite_engine.py", "sqlite_check.py", "embedded.py", "engine.py"}
 
 
 def _string_literals(path: Path) -> Iterator[tuple[int, str]]:

@@ -18,7 +18,7 @@ from typing import Any
 from graphmem.bench.core import Latency, measure
 from graphmem.store import MemoryStore
 
-__all__ = ["open_workload", "reader_beside_writer", "recall_floor"]
+__all__ = ["open_workload", "reader_beside_writer", "recall_floor", "sqlite_key_floors"]
 
 _OPEN_PROBE = r"""
 import json, sys, time
@@ -165,3 +165,43 @@ def recall_floor(store: MemoryStore, tenant: str, scopes: list[str], repeats: in
             i += 1
 
         return measure(seek, repeats, warmup=3)
+
+
+def sqlite_key_floors(store: MemoryStore, size: int, repeats: int) -> tuple[list[float], list[float]]:
+    """Milliseconds of a bare SQLite key seek and of one durable commit of one row (WAL,
+    ``synchronous=FULL``) over ``size`` keys, in a scratch database in the store's directory."""
+    import os
+    import random
+    import sqlite3
+    import tempfile
+
+    engine = getattr(store.backend, "engine", None)
+    where = str(engine.path.parent) if engine is not None and engine.path is not None else None
+    directory = tempfile.mkdtemp(prefix="graphmem-floor-", dir=where)
+    conn = sqlite3.connect(os.path.join(directory, "floor.sqlite3"), isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = FULL")
+        conn.execute("CREATE TABLE kv (k TEXT PRIMARY KEY, v TEXT NOT NULL) WITHOUT ROWID")
+        conn.execute("BEGIN")
+        conn.executemany("INSERT INTO kv VALUES (?, ?)", [(f"k{i}", "x" * 200) for i in range(size)])
+        conn.execute("COMMIT")
+        rng = random.Random(1)
+        keys = [f"k{rng.randrange(size)}" for _ in range(repeats)]
+        get_ms, put_ms = [], []
+        for key in keys:
+            start = time.perf_counter()
+            conn.execute("SELECT v FROM kv WHERE k = ?", (key,)).fetchone()
+            get_ms.append((time.perf_counter() - start) * 1000.0)
+        for key in keys:
+            start = time.perf_counter()
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("INSERT OR REPLACE INTO kv VALUES (?, ?)", (key, "y" * 200))
+            conn.execute("COMMIT")
+            put_ms.append((time.perf_counter() - start) * 1000.0)
+        return get_ms, put_ms
+    finally:
+        conn.close()
+        for name in os.listdir(directory):
+            os.remove(os.path.join(directory, name))
+        os.rmdir(directory)

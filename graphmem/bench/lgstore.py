@@ -13,10 +13,7 @@ namespace (target: ≤ 5 s).
 from __future__ import annotations
 
 import hashlib
-import os
 import random
-import sqlite3
-import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
@@ -148,33 +145,9 @@ def _floors(store: MemoryStore, size: int, repeats: int) -> dict[str, dict[str, 
     """What each operation cannot beat, measured beside it: a bare SQLite key seek (get), one
     durable SQLite commit of one row in the store's directory (put: WAL, ``synchronous=FULL``),
     and one NumPy cosine pass over ``size`` vectors (search)."""
-    engine = getattr(store.backend, "engine", None)
-    where = str(engine.path.parent) if engine is not None and engine.path is not None else None
-    directory = tempfile.mkdtemp(prefix="graphmem-floor-", dir=where)
-    path = os.path.join(directory, "floor.sqlite3")
-    conn = sqlite3.connect(path, isolation_level=None)
-    try:
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = FULL")
-        conn.execute("CREATE TABLE kv (k TEXT PRIMARY KEY, v TEXT NOT NULL) WITHOUT ROWID")
-        conn.execute("BEGIN")
-        conn.executemany("INSERT INTO kv VALUES (?, ?)", [(f"k{i}", "x" * 200) for i in range(size)])
-        conn.execute("COMMIT")
-        rng = random.Random(1)
-        keys = [f"k{rng.randrange(size)}" for _ in range(repeats)]
+    from graphmem.bench.engine import sqlite_key_floors
 
-        def put(key: str) -> None:
-            conn.execute("BEGIN IMMEDIATE")
-            conn.execute("INSERT OR REPLACE INTO kv VALUES (?, ?)", (key, "y" * 200))
-            conn.execute("COMMIT")
-
-        get_ms = [_timed(lambda: conn.execute("SELECT v FROM kv WHERE k = ?", (k,)).fetchone()) for k in keys]  # noqa: B023
-        put_ms = [_timed(lambda: put(k)) for k in keys]  # noqa: B023
-    finally:
-        conn.close()
-        for name in os.listdir(directory):
-            os.remove(os.path.join(directory, name))
-        os.rmdir(directory)
+    get_ms, put_ms = sqlite_key_floors(store, size, repeats)
     vectors = np.array(embed(sentences(size)))
     query = np.array(embed(["The payment gateway times out after thirty seconds"])[0])
 
