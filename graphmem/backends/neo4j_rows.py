@@ -199,7 +199,7 @@ def _record_row(record: MemoryRecord) -> list[Any]:
 
 
 def _update_row(record: MemoryRecord) -> list[Any]:
-    """What an UpdateRecord may change: status, and what erasure removes (update_records.cypher)."""
+    """What an UpdateRecord may change: status, and what an erase clears (update_records.cypher)."""
     text, fingerprint, tombstone = _stored(record)
     return [
         record.id,
@@ -212,6 +212,11 @@ def _update_row(record: MemoryRecord) -> list[Any]:
         fingerprint,
         text,
         _gate_list(record, fingerprint),
+        record.outcome,
+        record.writer,
+        record.procedure_name,
+        record.procedure_version,
+        list(record.preconditions),
     ]
 
 
