@@ -4,4 +4,4 @@
 CALL db.index.fulltext.queryNodes('graphmem_memory_content', $query, {limit: $k})
 YIELD node, score
 WHERE node.tenant = $tenant
-RETURN node.json AS json, [node.json, node.status, node.tombstone] AS record, score
+RETURN node.json AS json, [node.json, node.status, node.tombstone, node.sealed, node.id] AS record, score

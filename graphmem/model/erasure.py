@@ -37,6 +37,7 @@ from graphmem.model.records import MemoryRecord, Source, Tombstone
 from graphmem.model.write import WriteDecision, WritePolicy, WriteProposal
 
 __all__ = [
+    "ERASED_FIELDS",
     "ERASURE_RULES",
     "FieldRule",
     "cleared_fields",
@@ -136,6 +137,12 @@ ERASURE_RULES: dict[type[GraphmemModel], dict[str, FieldRule]] = {
     WriteDecision: _all(WriteDecision, _X),
     WritePolicy: _all(WritePolicy, _X),
 }
+
+
+#: The record fields every erase clears, in declaration order (for reports).
+ERASED_FIELDS: tuple[str, ...] = tuple(
+    n for n, rule in ERASURE_RULES[MemoryRecord].items() if rule is FieldRule.CLEAR
+)
 
 
 def _empty(model: type[GraphmemModel], name: str) -> Any:
