@@ -744,7 +744,16 @@ class Neo4jBackend:
                     f"a record recall selected in tenant {tenant!r} changed before it was read; recall again"
                 )
             rows = found["records"]
-            for row, record in zip(rows, self._crypt.records(tenant, rows), strict=True):
+            records = self._crypt.records(tenant, rows)
+            if any(r.status is not Status.ACTIVE for r in records):
+                # Only active records pass the gate. This one was erased (its key deleted, or
+                # its node rewritten while the gate read it at read committed) or otherwise
+                # forgotten since: the selection is stale.
+                raise TransactionConflict(
+                    f"a record recall selected in tenant {tenant!r} was forgotten before it was read; "
+                    "recall again"
+                )
+            for row, record in zip(rows, records, strict=True):
                 held[record.id] = record
                 self._docs.put_record(tenant, row[5], record)
         return [held[rid] for rid in record_ids if rid in held]
