@@ -712,7 +712,12 @@ class Neo4jBackend:
         gated = self._gate(ctx, record_id, fingerprints=True, with_content=False)
         if not gated["ids"]:
             return None
-        return gated["fingerprints"][0], _REASONS[gated["reasons"][0]]
+        reason = _REASONS[gated["reasons"][0]]
+        if reason is None:
+            record = self.get(ctx.tenant, record_id)
+            if record is None or record.status is Status.ERASED:
+                reason = DropReason.ERASED  # its key is gone: erased, never readable
+        return gated["fingerprints"][0], reason
 
     def recalled(
         self, tenant: str, record_ids: Sequence[str], audit: AuditEvent | None
