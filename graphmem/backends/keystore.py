@@ -92,23 +92,23 @@ class SqliteKeyStore:
 
     def keys(self, tenant: str, owner: Owner, ids: Sequence[str], *, create: bool) -> dict[str, bytes]:
         wanted = sorted(set(ids))
-        found: dict[str, bytes] = {}
         with self._lock:
             conn = self._db()
-            if create:
+            found = self._select(conn, tenant, owner, wanted)
+            missing = [i for i in wanted if i not in found]
+            if create and missing:
+                # INSERT OR IGNORE, then read back: a key another client created meanwhile wins.
                 conn.execute("BEGIN IMMEDIATE")
                 try:
                     conn.executemany(
                         "INSERT OR IGNORE INTO keys (tenant, owner, id, key) VALUES (?, ?, ?, ?)",
-                        [(tenant, owner, i, secrets.token_bytes(32)) for i in wanted],
+                        [(tenant, owner, i, secrets.token_bytes(32)) for i in missing],
                     )
-                    found = self._select(conn, tenant, owner, wanted)
+                    found.update(self._select(conn, tenant, owner, missing))
                     conn.execute("COMMIT")
                 except BaseException:
                     conn.execute("ROLLBACK")
                     raise
-            else:
-                found = self._select(conn, tenant, owner, wanted)
         return found
 
     @staticmethod

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from graphmem.backends.keystore import KeyStore, Owner
@@ -52,9 +53,14 @@ def seal(key: bytes, aad: bytes, plaintext: bytes) -> bytes:
 
 
 def unseal(key: bytes, aad: bytes, blob: bytes) -> bytes:
+    """The plaintext of ``seal``; ``ValueError`` for another key, other associated data or
+    altered bytes."""
     if blob[:1] != _VERSION:
         raise ValueError("unknown sealed format")
-    return AESGCM(key).decrypt(blob[1:13], blob[13:], aad)
+    try:
+        return AESGCM(key).decrypt(blob[1:13], blob[13:], aad)
+    except InvalidTag:
+        raise ValueError("sealed value does not open with this key") from None
 
 
 @dataclass(frozen=True, slots=True)
