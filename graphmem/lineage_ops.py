@@ -462,7 +462,7 @@ class LineageOps(StoreCore):
                 # The update holds only values of the fields' own types, built here: copying is
                 # enough, and re-validating every record made big cascades slow.
                 erased = erase_record(record, tombstone, gone_sources=gone, erased_sources=dead_sources)
-                ops.append(UpdateRecord(record=erased))
+                ops.append(UpdateRecord(record=erased, erase=True))
                 action = "erased"
             else:
                 update = {"status": _STATUS_BY_MODE[mode], "sources": mark_sources(record)}
@@ -472,9 +472,11 @@ class LineageOps(StoreCore):
         for record in orphans:
             # Erased earlier while another record still cited these sources: now none does.
             sources = erase_sources(record.sources, gone=gone, erased=dead_sources)
-            ops.append(UpdateRecord(record=record.model_copy(update={"sources": sources})))
+            ops.append(UpdateRecord(record=record.model_copy(update={"sources": sources}), erase=True))
         for record in kept:
-            ops.append(UpdateRecord(record=record.model_copy(update={"sources": mark_sources(record)})))
+            ops.append(
+                UpdateRecord(record=record.model_copy(update={"sources": mark_sources(record)}), erase=erase)
+            )
             report.append(
                 ForgetEntry(
                     record_id=record.id, action="kept", reason=f"still supported without {req.target}"

@@ -205,22 +205,24 @@ def test_a_store_written_before_encryption_is_refused_for_erase_until_migrated(
     tenant = f"t-{uuid.uuid4().hex[:12]}"
     m = _markers("legacy")
     record = _episode(tenant, "e-old", m, "src-old")
+    other = _episode(tenant, "e-old2", _markers("legacy2"), "src-old2")
     with _open(server, keys) as store:
         store.setup()
-        store.add(record)
+        store.add_many([record, other])
         backend = store.backend
         assert isinstance(backend, Neo4jBackend)
-        # As graphmem 0.x wrote it: the record in clear, nothing sealed.
+        # As graphmem 0.x wrote them: the records in clear, nothing sealed.
         with backend.driver.session() as session:
-            session.run(
-                "MATCH (m:Memory {tenant: $tenant, id: $id}) SET m.json = $json, m.content = $content "
-                "REMOVE m.sealed WITH 1 AS one MATCH (v:GraphmemSchema {name: 'graphmem'}) "
-                "SET v.plaintext = true",
-                tenant=tenant,
-                id=record.id,
-                json=record.model_dump_json(exclude={"status", "tombstone"}),
-                content=record.content,
-            ).consume()
+            for old in (record, other):
+                session.run(
+                    "MATCH (m:Memory {tenant: $tenant, id: $id}) SET m.json = $json, m.content = $content "
+                    "REMOVE m.sealed WITH 1 AS one MATCH (v:GraphmemSchema {name: 'graphmem'}) "
+                    "SET v.plaintext = true",
+                    tenant=tenant,
+                    id=old.id,
+                    json=old.model_dump_json(exclude={"status", "tombstone"}),
+                    content=old.content,
+                ).consume()
         assert store.get(tenant, "e-old") == record  # still readable
         erase = ForgetRequest(
             tenant=tenant, target="e-old", mode=ForgetMode.ERASE, reason="r", requested_by="u"
@@ -230,6 +232,9 @@ def test_a_store_written_before_encryption_is_refused_for_erase_until_migrated(
         assert err.value.code == "plaintext_store"
         assert "graphmem migrate --encrypt" in err.value.message
         assert store.get(tenant, "e-old") == record  # nothing was changed
+        # Revoke needs no shredding; rewriting the record writes it encrypted.
+        store.forget(erase.model_copy(update={"mode": ForgetMode.REVOKE}))
+        assert store.get(tenant, "e-old").status is Status.REVOKED  # type: ignore[union-attr]
     result = CliRunner(env={"GRAPHMEM_KEYS": str(keys)}).invoke(
         cli, ["--store", server.uri, "migrate", "--encrypt"]
     )
@@ -239,7 +244,8 @@ def test_a_store_written_before_encryption_is_refused_for_erase_until_migrated(
         backend = store.backend
         assert isinstance(backend, Neo4jBackend)
         assert not backend.plaintext()
-        assert store.get(tenant, "e-old") == record
+        assert store.get(tenant, "e-old") == record.model_copy(update={"status": Status.REVOKED})
+        assert store.get(tenant, "e-old2") == other
         store.forget(erase)
         assert store.get(tenant, "e-old").status is Status.ERASED  # type: ignore[union-attr]
 

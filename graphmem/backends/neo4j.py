@@ -458,27 +458,24 @@ class Neo4jBackend:
     def _shred(self, ops: Sequence[Op]) -> None:
         """An erase deletes the data keys first, then updates the graph: a crash in between
         leaves the records unreadable, which is erased, never readable. Refused while
-        records written before encryption are stored: deleting keys would not erase them."""
-        updates: dict[str, list[MemoryRecord]] = {}
-        for op in ops:
-            if isinstance(op, UpdateRecord | PutRecord):
-                updates.setdefault(op.record.tenant, []).append(op.record)
-        erasing = any(
-            r.status is Status.ERASED or any(s.status == "erased" for s in r.sources)
-            for records in updates.values()
-            for r in records
-        )
-        if not erasing:
-            return
-        if self.plaintext():
+        records written before encryption are stored: deleting keys would not erase them.
+        (A tombstone an import puts in place of a record loses its keys too.)"""
+        erasing = [op.record for op in ops if isinstance(op, UpdateRecord) and op.erase]
+        if erasing and self.plaintext():
             raise ContractViolation(
                 f"the Neo4j store at {self.uri or 'this URI'} holds records written before graphmem "
                 "encrypted stored text, so deleting data keys cannot erase them from the server's "
-                "files; run `graphmem migrate --encrypt <uri>` once, let Neo4j rotate its transaction "
+                "files; run `graphmem migrate --encrypt` once, let Neo4j rotate its transaction "
                 "logs (docs/erasure.md), then erase again. Nothing was changed",
                 code="plaintext_store",
             )
-        for tenant, records in updates.items():
+        erasing += [
+            op.record for op in ops if isinstance(op, PutRecord) and op.record.status is Status.ERASED
+        ]
+        by_tenant: dict[str, list[MemoryRecord]] = {}
+        for record in erasing:
+            by_tenant.setdefault(record.tenant, []).append(record)
+        for tenant, records in by_tenant.items():
             self._crypt.shred(tenant, records)
 
     def _drop_held(self, written: Iterable[tuple[str, str]]) -> None:
