@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from enum import StrEnum
+from functools import cache
 from typing import Any
 
 from pydantic_core import PydanticUndefined
@@ -151,9 +152,14 @@ def _empty(model: type[GraphmemModel], name: str) -> Any:
     return "" if default is PydanticUndefined else default
 
 
+@cache
+def _cleared(model: type[GraphmemModel], rule: FieldRule) -> dict[str, Any]:
+    return {n: _empty(model, n) for n, r in ERASURE_RULES[model].items() if r is rule}
+
+
 def cleared_fields(model: type[GraphmemModel]) -> dict[str, Any]:
     """The fields an erase clears unconditionally, with the empty value each gets."""
-    return {n: _empty(model, n) for n, rule in ERASURE_RULES[model].items() if rule is FieldRule.CLEAR}
+    return dict(_cleared(model, FieldRule.CLEAR))
 
 
 def erase_sources(
@@ -165,13 +171,7 @@ def erase_sources(
     for source in sources:
         update: dict[str, Any] = cleared_fields(Source)
         if source.id in gone:
-            update.update(
-                {
-                    n: _empty(Source, n)
-                    for n, r in ERASURE_RULES[Source].items()
-                    if r is FieldRule.CLEAR_WITH_SOURCE
-                }
-            )
+            update.update(_cleared(Source, FieldRule.CLEAR_WITH_SOURCE))
         if source.id in erased:
             update["status"] = "erased"
         out.append(source.model_copy(update=update))
