@@ -16,20 +16,25 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import closing
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlparse
 
 import anyio
+import httpx2
 import pytest
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import CallToolResult, TextContent
 
 from graphmem import Kind, MemoryRecord, MemoryStore, Sensitivity, Source, Status, Trust
+from graphmem.errors import ContractViolation
+from graphmem.integrations.mcp_auth import TOKEN_ENV, StaticTokenVerifier, load_token
 from graphmem.integrations.mcp_server import UNTRUSTED_NOTICE, build_server
 
 REPO = Path(__file__).resolve().parents[1]
@@ -210,7 +215,9 @@ def run_lifecycle(target: Target, tenant: str, errlog: Path) -> None:
         )
         return out
 
-    out = with_session(server_params(target, tenant, "--scope", "user:alice"), errlog, body)
+    # Precedents of merchant:m-1 read merchant:m-2's episodes: the limit must allow them.
+    limit = ("--scope", "user:alice", "--scope", "merchant:*", "--scope", "system:*")
+    out = with_session(server_params(target, tenant, *limit), errlog, body)
 
     tools = out["tools"]
     assert set(tools) == TOOLS
@@ -502,6 +509,8 @@ def test_build_server_validates_its_fixed_identity() -> None:
 
 # -- streamable HTTP -------------------------------------------------------------------
 
+TOKEN = "0123456789abcdef" * 4
+
 
 def free_port() -> int:
     with closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
@@ -522,8 +531,94 @@ def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.
     raise AssertionError(f"nothing listened on 127.0.0.1:{port} within {timeout}s")
 
 
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+@contextmanager
+def http_process(args: Sequence[str], log_path: Path, env: dict[str, str] | None = None) -> Iterator[str]:
+    """``graphmem serve-mcp --transport streamable-http ARGS`` on a free port; yields its MCP URL."""
+    port = free_port()
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "graphmem",
+                "serve-mcp",
+                *args,
+                "--transport",
+                "streamable-http",
+                "--port",
+                str(port),
+            ],
+            cwd=REPO,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})},
+        )
+        try:
+            try:
+                wait_for_port(port, proc)
+            except AssertionError:
+                sys.stderr.write(log_path.read_text())
+                raise
+            yield f"http://127.0.0.1:{port}/mcp"
+        finally:
+            stop(proc)
+
+
+def with_http_session(
+    url: str,
+    token: str | None,
+    body: Callable[[ClientSession], Awaitable[R]],
+    log: Path | None = None,
+    statuses: list[int] | None = None,
+) -> R:
+    """Run ``body`` in a session with the official client, sending ``token`` as the bearer token;
+    the HTTP status of every response is appended to ``statuses``."""
+
+    async def record(response: httpx2.Response) -> None:
+        if statuses is not None:
+            statuses.append(response.status_code)
+
+    async def main() -> R:
+        headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+        http = create_mcp_http_client(headers=headers)
+        http.event_hooks["response"].append(record)
+        with anyio.fail_after(60):
+            async with (
+                http,
+                streamable_http_client(url, http_client=http) as (read, write),
+                ClientSession(read, write, read_timeout_seconds=30) as session,
+            ):
+                await session.initialize()
+                return await body(session)
+
+    try:
+        return asyncio.run(main())
+    except BaseException:
+        if log is not None:
+            sys.stderr.write(f"--- server log ---\n{log.read_text()}\n")
+        raise
+
+
 @pytest.fixture
-def http_server(file_target: Target, tenant: str, tmp_path: Path) -> Iterator[tuple[str, str]]:
+def token_file(tmp_path: Path) -> Path:
+    path = tmp_path / "token"
+    path.write_text(TOKEN + "\n")
+    return path
+
+
+def test_streamable_http_with_a_token_remembers_across_a_restart(
+    file_target: Target, tenant: str, tmp_path: Path, token_file: Path
+) -> None:
     with file_target.open() as store:
         store.add(
             MemoryRecord(
@@ -536,76 +631,158 @@ def http_server(file_target: Target, tenant: str, tmp_path: Path) -> Iterator[tu
                 outcome="verified-success",
             )
         )
-    port = free_port()
-    log = (tmp_path / "http.log").open("wb")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "graphmem.integrations.mcp_server",
-            "--store",
-            file_target.uri,
-            "--tenant",
-            tenant,
-            "--principal",
-            PRINCIPAL,
-            "--scope",
-            "user:bob",
-            "--transport",
-            "streamable-http",
-            "--port",
-            str(port),
-        ],
-        cwd=REPO,
-        stdin=subprocess.DEVNULL,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        try:
-            wait_for_port(port, proc)
-        except AssertionError:
-            sys.stderr.write((tmp_path / "http.log").read_text())
-            raise
-        yield f"http://127.0.0.1:{port}/mcp", tenant
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-        log.close()
+    args = ["--store", file_target.uri, "--tenant", tenant, "--principal", PRINCIPAL, "--scope", "user:bob"]
+    args += ["--token-file", str(token_file)]
 
+    async def first(session: ClientSession) -> tuple[set[str], CallToolResult, CallToolResult]:
+        tools = {t.name for t in (await session.list_tools()).tools}
+        recalled = await call(session, "recall", query="when to call Bob")
+        remembered = await call(
+            session,
+            "remember",
+            kind="episodic",
+            scope="user:bob",
+            content="Bob asked for a callback on Friday.",
+            outcome="unknown",
+        )
+        return tools, recalled, remembered
 
-def test_streamable_http_smoke(http_server: tuple[str, str]) -> None:
-    url, tenant = http_server
-
-    async def main() -> tuple[set[str], CallToolResult]:
-        with anyio.fail_after(60):
-            async with (
-                streamable_http_client(url) as (read, write),
-                ClientSession(read, write, read_timeout_seconds=30) as session,
-            ):
-                await session.initialize()
-                tools = {t.name for t in (await session.list_tools()).tools}
-                return tools, await call(session, "recall", query="when to call Bob")
-
-    tools, recalled = asyncio.run(main())
+    log = tmp_path / "http-1.log"
+    with http_process(args, log) as url:
+        tools, recalled, remembered = with_http_session(url, TOKEN, first, log)
     assert tools == TOOLS
     result = data(recalled)
     assert result["tenant"] == tenant
     assert [m["id"] for m in result["memories"]] == ["note-1"]
     assert '<memory id="note-1"' in text_of(recalled)
+    assert data(remembered)["outcome"] == "accepted"
+    callback = data(remembered)["record_id"]
+    started = log.read_text()
+    assert f"store {urlparse(file_target.uri).path}" in started
+    assert "bearer token required" in started
+    assert TOKEN not in started
+
+    async def second(session: ClientSession) -> CallToolResult:
+        return await call(session, "recall", query="callback Friday")
+
+    log = tmp_path / "http-2.log"
+    with http_process(args, log) as url:
+        again = with_http_session(url, TOKEN, second, log)
+    assert next(m["id"] for m in data(again)["memories"]) == callback
 
 
-def test_http_refuses_remote_binding_without_opt_in() -> None:
-    from graphmem.errors import ContractViolation
+def test_streamable_http_answers_401_without_the_right_token(
+    file_target: Target, tenant: str, tmp_path: Path
+) -> None:
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "probe", "version": "0"},
+        },
+    }
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    args = ["--store", file_target.uri, "--tenant", tenant, "--principal", PRINCIPAL]
+
+    async def probe(url: str) -> dict[str, httpx2.Response]:
+        async with httpx2.AsyncClient(timeout=10) as http:
+            return {
+                name: await http.post(url, json=initialize, headers={**headers, **extra})
+                for name, extra in {
+                    "no token": {},
+                    "wrong token": {"Authorization": f"Bearer {TOKEN[:-1]}x"},
+                    "not bearer": {"Authorization": f"Basic {TOKEN}"},
+                    "right token": {"Authorization": f"Bearer {TOKEN}"},
+                }.items()
+            }
+
+    async def tools(session: ClientSession) -> set[str]:
+        return {t.name for t in (await session.list_tools()).tools}
+
+    log = tmp_path / "http.log"
+    with http_process(args, log, env={TOKEN_ENV: TOKEN}) as url:
+        responses = asyncio.run(probe(url))
+        refused: dict[str, list[int]] = {"wrong token": [], "no token": []}
+        for name, token in (("wrong token", "not-the-token"), ("no token", None)):
+            with pytest.raises(ExceptionGroup, match="unhandled errors"):
+                with_http_session(url, token, tools, statuses=refused[name])
+        assert with_http_session(url, TOKEN, tools, log) == TOOLS
+    for name in ("no token", "wrong token", "not bearer"):
+        response = responses[name]
+        assert response.status_code == 401, name
+        assert response.headers["WWW-Authenticate"].startswith("Bearer "), name
+        assert 'error="invalid_token"' in response.headers["WWW-Authenticate"], name
+        assert response.json()["error"] == "invalid_token", name
+    assert responses["right token"].status_code == 200
+    # The official client's initialize is answered 401, and nothing else is let through.
+    assert refused == {"wrong token": [401], "no token": [401]}
+
+
+def test_streamable_http_without_a_token_only_with_no_auth_on_loopback(
+    file_target: Target, tenant: str, tmp_path: Path
+) -> None:
     from graphmem.integrations.mcp_server import run
 
     with pytest.raises(ContractViolation) as info:
-        run("memory://", "t-1", PRINCIPAL, transport="streamable-http", host="0.0.0.0")  # noqa: S104
+        run("memory://", "t-1", PRINCIPAL, transport="streamable-http")
+    assert info.value.code == "http_needs_token"
+    with pytest.raises(ContractViolation) as info:
+        run("memory://", "t-1", PRINCIPAL, transport="streamable-http", host="0.0.0.0", no_auth=True)  # noqa: S104
     assert info.value.code == "remote_without_auth"
+
+    refused = subprocess.run(
+        [
+            *(sys.executable, "-m", "graphmem", "serve-mcp", "--tenant", tenant, "--principal", PRINCIPAL),
+            *("--store", file_target.uri, "--transport", "streamable-http"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={k: v for k, v in os.environ.items() if k != TOKEN_ENV},
+        check=False,
+    )
+    assert refused.returncode == 2
+    assert "[http_needs_token]" in refused.stderr
+    assert "--token-file" in refused.stderr
+
+    async def tools(session: ClientSession) -> set[str]:
+        return {t.name for t in (await session.list_tools()).tools}
+
+    log = tmp_path / "http.log"
+    args = ["--store", file_target.uri, "--tenant", tenant, "--principal", PRINCIPAL, "--no-auth"]
+    with http_process(args, log) as url:
+        assert with_http_session(url, None, tools, log) == TOOLS
+    assert "NO authentication" in log.read_text()
+
+
+def test_token_files_and_variables_are_checked(tmp_path: Path) -> None:
+    path = tmp_path / "token"
+    path.write_text(f"  {TOKEN}\n")
+    assert load_token(path, {}) == TOKEN
+    assert load_token(None, {TOKEN_ENV: TOKEN}) == TOKEN
+    assert load_token(path, {TOKEN_ENV: "other" * 10}) == TOKEN  # the file wins
+    assert load_token(None, {}) is None
+    for weak in ("short", f"{TOKEN[:16]} {TOKEN[:16]}"):
+        path.write_text(weak)
+        with pytest.raises(ContractViolation) as info:
+            load_token(path, {})
+        assert info.value.code == "weak_token"
+    with pytest.raises(ContractViolation) as info:
+        load_token(tmp_path / "missing", {})
+    assert info.value.code == "token_file_unreadable"
+
+
+def test_the_static_token_verifier_accepts_only_its_token() -> None:
+    verifier = StaticTokenVerifier(TOKEN, PRINCIPAL)
+    accepted = asyncio.run(verifier.verify_token(TOKEN))
+    assert accepted is not None
+    assert accepted.client_id == PRINCIPAL
+    for wrong in ("", TOKEN[:-1], TOKEN + "0", TOKEN.upper()):
+        assert asyncio.run(verifier.verify_token(wrong)) is None
 
 
 # -- bad arguments -------------------------------------------------------------------
