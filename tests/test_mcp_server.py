@@ -291,6 +291,74 @@ def test_stdio_lifecycle_neo4j(neo4j_store_target: Target, tenant: str, tmp_path
     run_lifecycle(neo4j_store_target, tenant, tmp_path / "server.log")
 
 
+# -- the default store -----------------------------------------------------------------
+
+
+def data_home_env(tmp_path: Path) -> dict[str, str]:
+    """An environment whose user-data directory lies under ``tmp_path``, never the real one."""
+    env = {k: v for k, v in os.environ.items() if k in ("PYTHONPATH", "PATH")}
+    return {**env, "HOME": str(tmp_path / "home"), "XDG_DATA_HOME": str(tmp_path / "data")}
+
+
+def cli_params(env: dict[str, str], *args: str) -> StdioServerParameters:
+    """``graphmem serve-mcp ARGS`` over stdio, with exactly ``env`` (no GRAPHMEM_STORE)."""
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "graphmem", "serve-mcp", *args], env=env, cwd=str(REPO)
+    )
+
+
+def test_the_default_store_persists_in_the_user_data_directory(tenant: str, tmp_path: Path) -> None:
+    env = data_home_env(tmp_path)
+    identity = ("--tenant", tenant, "--principal", PRINCIPAL, "--scope", "user:alice")
+
+    async def first(session: ClientSession) -> tuple[CallToolResult, CallToolResult]:
+        remembered = await call(
+            session,
+            "remember",
+            kind="episodic",
+            scope="user:alice",
+            content="Alice asked to be called back after 5pm.",
+            outcome="unknown",
+        )
+        # The limit is enforced in the real server process too: a tool error with the code.
+        elsewhere = await call(session, "recall", query="Bob", scopes=["user:bob"])
+        return remembered, elsewhere
+
+    async def recall(session: ClientSession) -> CallToolResult:
+        return await call(session, "recall", query="called back")
+
+    log = tmp_path / "first.log"
+    remembered, elsewhere = with_session(cli_params(env, *identity), log, first)
+    record_id = data(remembered)["record_id"]
+    assert error_code(elsewhere) == "scope_not_allowed"
+    assert "user:bob" in text_of(elsewhere)
+    expected = tmp_path / "data" / "graphmem" / "memory"
+    assert f"store {expected}" in log.read_text()
+    assert expected.is_dir()
+
+    # A second server process, started the same way, sees what the first remembered.
+    again = with_session(cli_params(env, *identity), tmp_path / "second.log", recall)
+    assert [m["id"] for m in data(again)["memories"]] == [record_id]
+
+    # --store overrides the default, on the command and on the group (and GRAPHMEM_STORE).
+    other = tmp_path / "other"
+    for params in (
+        cli_params(env, "--store", other.as_uri(), *identity),
+        StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "graphmem", "--store", other.as_uri(), "serve-mcp", *identity],
+            env=env,
+            cwd=str(REPO),
+        ),
+        cli_params({**env, "GRAPHMEM_STORE": other.as_uri()}, *identity),
+    ):
+        elsewhere_log = tmp_path / "other.log"
+        assert data(with_session(params, elsewhere_log, recall))["memories"] == []
+        assert f"store {other}" in elsewhere_log.read_text()
+    with MemoryStore.embedded(expected) as store:
+        assert store.get(tenant, record_id) is not None
+
+
 # -- isolation -----------------------------------------------------------------------
 
 
