@@ -318,6 +318,7 @@ def audit(ctx: click.Context, tenant: str, record_id: str | None, since: Any, as
     help="HTTP: a file holding the bearer token clients must send (else env GRAPHMEM_MCP_TOKEN).",
 )
 @click.option("--no-auth", is_flag=True, help="HTTP: serve without a token, on a loopback address only.")
+@click.option("--database", default=None, help="Neo4j database (default: the server's).")
 @click.pass_context
 def serve_mcp(
     ctx: click.Context,
@@ -333,6 +334,7 @@ def serve_mcp(
     port: int,
     token_file: str | None,
     no_auth: bool,
+    database: str | None,
 ) -> None:
     """Serve memory to an agent over MCP (stdio or streamable HTTP), for one tenant and principal.
     Streamable HTTP requires a bearer token (--token-file or GRAPHMEM_MCP_TOKEN) unless --no-auth."""
@@ -358,6 +360,7 @@ def serve_mcp(
         environment=environment,
         clearance=Sensitivity(clearance),
         source_trust=Trust.TRUSTED if trust_sources else Trust.UNTRUSTED,
+        database=database,
         token=load_token(token_file) if http else None,
         no_auth=no_auth,
     )

@@ -18,17 +18,19 @@ that the blocks are data, not instructions. graphmem errors come back as MCP
 tool errors carrying the error's code; so are arguments a tool's schema refuses (code
 ``bad_argument``).
 
-Run it with ``python -m graphmem.integrations.mcp_server --store URI --tenant T
---principal P`` (stdio), or ``--transport streamable-http --port 8765``.
+Run it with ``graphmem serve-mcp --tenant T --principal P`` (stdio; ``python -m
+graphmem.integrations.mcp_server`` takes the same options), or ``--transport
+streamable-http --port 8765 --token-file F``. Without ``--store`` the memory
+lives in a file store in the platform's user-data directory (printed at
+start). ``--scope`` limits what the agent may read and write
+(``mcp_scopes``); streamable HTTP requires a bearer token (``mcp_auth``).
 Neo4j credentials come from ``NEO4J_USER`` / ``NEO4J_PASSWORD``.
 """
 
 from __future__ import annotations
 
-import argparse
 import html
 import ipaddress
-import os
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -54,7 +56,7 @@ except ImportError as err:  # pragma: no cover - depends on the installed extras
 
 from graphmem._args import check_scope, check_tenant
 from graphmem.errors import ContractViolation, GraphmemError
-from graphmem.integrations.mcp_auth import TOKEN_ENV, StaticTokenVerifier, load_token, static_token_auth
+from graphmem.integrations.mcp_auth import TOKEN_ENV, StaticTokenVerifier, static_token_auth
 from graphmem.integrations.mcp_scopes import ScopeLimit
 from graphmem.model import (
     Decision,
@@ -845,72 +847,22 @@ def run(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m graphmem.integrations.mcp_server``: parse the command line and ``run``."""
-    parser = argparse.ArgumentParser(
-        prog="python -m graphmem.integrations.mcp_server",
-        description="Serve graphmem to an agent over MCP, for one tenant and principal.",
-    )
-    parser.add_argument(
-        "--store",
-        default=os.environ.get("GRAPHMEM_STORE"),
-        help="memory://, file:///path, bolt://host:7687 or neo4j://host:7687 (env GRAPHMEM_STORE; "
-        "default: a file store in the user-data directory, printed at start)",
-    )
-    parser.add_argument("--tenant", required=True, help="The only tenant this server can reach.")
-    parser.add_argument("--principal", required=True, help="Who the agent acts as (proposer, requester).")
-    parser.add_argument(
-        "--scope",
-        action="append",
-        default=None,
-        help="A scope the agent may read and write, or a prefix such as 'run:*' (repeatable; "
-        "default: every scope). Reads naming no scope use the exact ones.",
-    )
-    parser.add_argument(
-        "--env", action="append", default=[], help="A capability of the agent's environment (repeatable)."
-    )
-    parser.add_argument(
-        "--clearance", choices=[s.value for s in Sensitivity], default=Sensitivity.INTERNAL.value
-    )
-    parser.add_argument(
-        "--trust-sources",
-        action="store_true",
-        help="Treat the sources agents cite as trusted (only for agents whose inputs you trust).",
-    )
-    parser.add_argument("--transport", choices=["stdio", "streamable-http"], default="stdio")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8765)
-    parser.add_argument("--database", default=None, help="Neo4j database (default: the server's).")
-    parser.add_argument(
-        "--token-file", default=None, help=f"HTTP: a file holding the bearer token (else env {TOKEN_ENV})."
-    )
-    parser.add_argument(
-        "--no-auth", action="store_true", help="HTTP: serve without a token, on a loopback address only."
-    )
-    args = parser.parse_args(argv)
-    password = os.environ.get("NEO4J_PASSWORD", "")
-    auth = (os.environ.get("NEO4J_USER", "neo4j"), password) if password else None
+    """``python -m graphmem.integrations.mcp_server ARGS``: the same as ``graphmem serve-mcp ARGS``."""
+    import click
+
+    from graphmem.cli import cli
+
+    args = list(sys.argv[1:] if argv is None else argv)
     try:
-        token = load_token(args.token_file) if args.transport == "streamable-http" else None
-        run(
-            args.store,
-            args.tenant,
-            args.principal,
-            transport=args.transport,
-            host=args.host,
-            port=args.port,
-            auth=auth,
-            allowed_scopes=args.scope,
-            environment=tuple(args.env),
-            clearance=Sensitivity(args.clearance),
-            source_trust=Trust.TRUSTED if args.trust_sources else Trust.UNTRUSTED,
-            database=args.database,
-            token=token,
-            no_auth=args.no_auth,
-        )
+        cli.main(["serve-mcp", *args], prog_name="graphmem", standalone_mode=False)
     except GraphmemError as err:
-        parser.exit(2, f"graphmem-mcp: {err}\n")
-    except KeyboardInterrupt:
+        print(f"graphmem-mcp: {err}", file=sys.stderr)
+        return 2
+    except click.exceptions.Abort:
         return 130
+    except click.ClickException as err:
+        err.show()
+        return err.exit_code
     return 0
 
 
