@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -318,6 +319,26 @@ def audit(ctx: click.Context, tenant: str, record_id: str | None, since: Any, as
     help="HTTP: a file holding the bearer token clients must send (else env GRAPHMEM_MCP_TOKEN).",
 )
 @click.option("--no-auth", is_flag=True, help="HTTP: serve without a token, on a loopback address only.")
+@click.option(
+    "--oauth-issuer",
+    default=None,
+    help="HTTP: the OAuth 2.1 authorization server that issues access tokens for this server.",
+)
+@click.option(
+    "--oauth-introspection",
+    default=None,
+    help="HTTP: its RFC 7662 introspection endpoint (client credentials from env "
+    "GRAPHMEM_MCP_CLIENT_ID / GRAPHMEM_MCP_CLIENT_SECRET).",
+)
+@click.option(
+    "--resource-url",
+    default=None,
+    help="HTTP with OAuth: this endpoint's public URL, e.g. https://mem.example.com/mcp "
+    "(the tokens' audience).",
+)
+@click.option(
+    "--oauth-scope", "oauth_scopes", multiple=True, help="HTTP with OAuth: a scope every token must carry."
+)
 @click.option("--database", default=None, help="Neo4j database (default: the server's).")
 @click.pass_context
 def serve_mcp(
@@ -334,12 +355,16 @@ def serve_mcp(
     port: int,
     token_file: str | None,
     no_auth: bool,
+    oauth_issuer: str | None,
+    oauth_introspection: str | None,
+    resource_url: str | None,
+    oauth_scopes: tuple[str, ...],
     database: str | None,
 ) -> None:
     """Serve memory to an agent over MCP (stdio or streamable HTTP), for one tenant and principal.
     Streamable HTTP requires a bearer token (--token-file or GRAPHMEM_MCP_TOKEN) unless --no-auth."""
     try:
-        from graphmem.integrations.mcp_auth import load_token
+        from graphmem.integrations import mcp_auth
         from graphmem.integrations.mcp_server import run
     except ImportError as err:
         raise click.ClickException(f"{err}; install graphmem[mcp]") from err
@@ -348,6 +373,17 @@ def serve_mcp(
     if store_uri is None and root.get_parameter_source("store_uri") not in (None, ParameterSource.DEFAULT):
         store_uri = options["uri"]
     http = transport == "streamable-http"
+    verifier, http_auth = None, None
+    if oauth_issuer or oauth_introspection or resource_url:
+        if not (oauth_issuer and oauth_introspection and resource_url):
+            raise click.UsageError("OAuth needs --oauth-issuer, --oauth-introspection and --resource-url")
+        http_auth = mcp_auth.oauth_auth(oauth_issuer, resource_url, oauth_scopes)
+        verifier = mcp_auth.IntrospectionTokenVerifier(
+            oauth_introspection,
+            resource_url,
+            client_id=os.environ.get(mcp_auth.CLIENT_ID_ENV),
+            client_secret=os.environ.get(mcp_auth.CLIENT_SECRET_ENV),
+        )
     run(
         store_uri,
         tenant,
@@ -361,8 +397,10 @@ def serve_mcp(
         clearance=Sensitivity(clearance),
         source_trust=Trust.TRUSTED if trust_sources else Trust.UNTRUSTED,
         database=database,
-        token=load_token(token_file) if http else None,
+        token=mcp_auth.load_token(token_file) if http and verifier is None else None,
         no_auth=no_auth,
+        token_verifier=verifier,
+        http_auth=http_auth,
     )
 
 

@@ -10,11 +10,13 @@ inspected after it exits. One smoke test covers streamable HTTP.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import closing, contextmanager
@@ -27,14 +29,27 @@ from urllib.parse import urlparse
 import anyio
 import httpx2
 import pytest
+import uvicorn
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import CallToolResult, TextContent
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
 
 from graphmem import Kind, MemoryRecord, MemoryStore, Sensitivity, Source, Status, Trust
 from graphmem.errors import ContractViolation
-from graphmem.integrations.mcp_auth import TOKEN_ENV, StaticTokenVerifier, load_token
+from graphmem.integrations.mcp_auth import (
+    CLIENT_ID_ENV,
+    CLIENT_SECRET_ENV,
+    TOKEN_ENV,
+    IntrospectionTokenVerifier,
+    StaticTokenVerifier,
+    load_token,
+    oauth_auth,
+)
 from graphmem.integrations.mcp_server import UNTRUSTED_NOTICE, build_server
 
 REPO = Path(__file__).resolve().parents[1]
@@ -815,9 +830,12 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 @contextmanager
-def http_process(args: Sequence[str], log_path: Path, env: dict[str, str] | None = None) -> Iterator[str]:
-    """``graphmem serve-mcp --transport streamable-http ARGS`` on a free port; yields its MCP URL."""
-    port = free_port()
+def http_process(
+    args: Sequence[str], log_path: Path, env: dict[str, str] | None = None, port: int | None = None
+) -> Iterator[str]:
+    """``graphmem serve-mcp --transport streamable-http ARGS`` on ``port`` (default: a free one);
+    yields its MCP URL."""
+    port = free_port() if port is None else port
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
             [
@@ -1031,6 +1049,113 @@ def test_streamable_http_without_a_token_only_with_no_auth_on_loopback(
     with http_process(args, log) as url:
         assert with_http_session(url, None, tools, log) == TOOLS
     assert "NO authentication" in log.read_text()
+
+
+@dataclass
+class FakeAuthorizationServer:
+    """An RFC 7662 introspection endpoint on a free port: tokens and their answers are set by the test."""
+
+    answers: dict[str, dict[str, Any]]
+    port: int = field(default_factory=free_port)
+    seen: list[tuple[str, str | None]] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def introspect(self, request: Request) -> JSONResponse:
+        form = await request.form()
+        token = str(form.get("token"))
+        self.seen.append((token, request.headers.get("authorization")))
+        return JSONResponse(self.answers.get(token, {"active": False}))
+
+    @contextmanager
+    def running(self) -> Iterator[None]:
+        app = Starlette(routes=[Route("/introspect", self.introspect, methods=["POST"])])
+        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="error"))
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        try:
+            deadline = time.monotonic() + 10
+            while not server.started and time.monotonic() < deadline:
+                time.sleep(0.05)
+            yield
+        finally:
+            server.should_exit = True
+            thread.join(timeout=10)
+
+
+def test_streamable_http_behind_an_oauth_authorization_server(
+    file_target: Target, tenant: str, tmp_path: Path
+) -> None:
+    port = free_port()
+    resource = f"http://127.0.0.1:{port}/mcp"
+    good = {"active": True, "aud": [resource], "client_id": "agent-app", "sub": "alice", "scope": "graphmem"}
+    authz = FakeAuthorizationServer(
+        answers={
+            "good-token": good,
+            "other-audience": {**good, "aud": "https://elsewhere.example/mcp"},
+            "no-scope": {**good, "scope": "profile"},
+            "expired": {**good, "exp": 1_000_000_000},
+        }
+    )
+    args = ["--store", file_target.uri, "--tenant", tenant, "--principal", PRINCIPAL]
+    args += ["--oauth-issuer", authz.url, "--oauth-introspection", f"{authz.url}/introspect"]
+    args += ["--resource-url", resource, "--oauth-scope", "graphmem"]
+    env = {CLIENT_ID_ENV: "graphmem-rs", CLIENT_SECRET_ENV: "s3cret"}
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+    async def probe(url: str) -> dict[str, httpx2.Response]:
+        async with httpx2.AsyncClient(timeout=10) as http:
+            out = {
+                "metadata": await http.get(
+                    f"http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp"
+                )
+            }
+            for token in (None, "unknown", "other-audience", "no-scope", "expired"):
+                auth = {} if token is None else {"Authorization": f"Bearer {token}"}
+                out[str(token)] = await http.post(url, json=initialize, headers={**headers, **auth})
+            return out
+
+    async def tools(session: ClientSession) -> set[str]:
+        return {t.name for t in (await session.list_tools()).tools}
+
+    log = tmp_path / "http.log"
+    with authz.running(), http_process(args, log, env=env, port=port) as url:
+        responses = asyncio.run(probe(url))
+        assert with_http_session(url, "good-token", tools, log) == TOOLS
+    assert "OAuth access token" in log.read_text()
+
+    metadata = responses["metadata"].json()
+    assert metadata["resource"] == resource
+    assert metadata["authorization_servers"] == [authz.url]
+    assert metadata["scopes_supported"] == ["graphmem"]
+    for name in ("None", "unknown", "other-audience", "expired"):
+        assert responses[name].status_code == 401, name
+        challenge = responses[name].headers["WWW-Authenticate"]
+        assert challenge.startswith("Bearer "), name
+        assert (
+            f'resource_metadata="http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp"'
+            in challenge
+        )
+    assert responses["no-scope"].status_code == 403
+    assert 'error="insufficient_scope"' in responses["no-scope"].headers["WWW-Authenticate"]
+    # The resource server authenticated itself to the introspection endpoint.
+    basic = "Basic " + base64.b64encode(b"graphmem-rs:s3cret").decode()
+    assert {auth for _, auth in authz.seen} == {basic}
+    assert {token for token, _ in authz.seen} >= {"good-token", "unknown", "other-audience"}
+
+
+def test_oauth_urls_must_use_tls_off_loopback() -> None:
+    with pytest.raises(ContractViolation) as info:
+        IntrospectionTokenVerifier("http://auth.example.com/introspect", "https://mem.example.com/mcp")
+    assert info.value.code == "insecure_url"
+    with pytest.raises(ContractViolation) as info:
+        oauth_auth("https://auth.example.com", "http://mem.example.com/mcp")
+    assert info.value.code == "insecure_url"
+    settings = oauth_auth("https://auth.example.com", "https://mem.example.com/mcp", ["graphmem"])
+    assert settings.validate_token_resource is True
 
 
 def test_token_files_and_variables_are_checked(tmp_path: Path) -> None:

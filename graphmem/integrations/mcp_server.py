@@ -779,6 +779,8 @@ def run(
     database: str | None = None,
     token: str | None = None,
     no_auth: bool = False,
+    token_verifier: TokenVerifier | None = None,
+    http_auth: AuthSettings | None = None,
     log: TextIO | None = None,
 ) -> None:
     """Open ``store_uri`` (None: ``default_store_path()``) and serve it over ``transport`` until the
@@ -786,9 +788,12 @@ def run(
     Neo4j connection's. The store, and for HTTP the URL and authentication, are printed to ``log``
     (default stderr, so stdio's stdout carries only the protocol).
 
-    Streamable HTTP needs a bearer ``token`` (see ``mcp_auth.load_token``): without one it
-    answers 401. ``no_auth`` serves without authentication, on a loopback address only.
-    Raises ``ContractViolation``: ``invalid_transport``, ``http_needs_token``, ``remote_without_auth``.
+    Streamable HTTP needs a bearer ``token`` (see ``mcp_auth.load_token``), or a
+    ``token_verifier`` with its ``http_auth`` settings (e.g. ``mcp_auth.IntrospectionTokenVerifier``
+    and ``mcp_auth.oauth_auth`` for an OAuth 2.1 authorization server); a request without a valid
+    token is answered 401. ``no_auth`` serves without authentication, on a loopback address only.
+    Raises ``ContractViolation``: ``invalid_transport``, ``http_needs_token``, ``remote_without_auth``,
+    ``conflicting_auth``.
     """
     log = sys.stderr if log is None else log
     if transport not in ("stdio", "streamable-http"):
@@ -796,9 +801,17 @@ def run(
             f"unknown transport {transport!r}: use 'stdio' or 'streamable-http'", code="invalid_transport"
         )
     verifier: TokenVerifier | None = None
-    http_auth: AuthSettings | None = None
     if transport == "streamable-http":
-        if token is not None:
+        if (token is not None) + (token_verifier is not None) + no_auth > 1 or (
+            (token_verifier is None) != (http_auth is None)
+        ):
+            raise ContractViolation(
+                "give one of: a bearer token, a token verifier with its auth settings, or no_auth",
+                code="conflicting_auth",
+            )
+        if token_verifier is not None:
+            verifier = token_verifier
+        elif token is not None:
             verifier = StaticTokenVerifier(token, principal)
             http_auth = static_token_auth(_url(host, port))
         elif not no_auth:
@@ -832,7 +845,7 @@ def run(
             clearance=clearance,
             source_trust=source_trust,
             token_verifier=verifier,
-            auth=http_auth,
+            auth=http_auth if verifier is not None else None,
         )
         print(f"graphmem MCP server: tenant {tenant}, principal {principal}", file=log)
         print(f"graphmem MCP server: store {_describe(store_uri)}", file=log)
@@ -840,7 +853,14 @@ def run(
             log.flush()
             server.run("stdio")
         else:
-            how = "bearer token required" if verifier else "NO authentication (--no-auth)"
+            how = "NO authentication (--no-auth)"
+            if http_auth is not None and http_auth.resource_server_url is not None:
+                how = (
+                    f"OAuth access token for {http_auth.resource_server_url} required "
+                    f"(authorization server {http_auth.issuer_url})"
+                )
+            elif verifier is not None:
+                how = "bearer token required"
             print(f"graphmem MCP server: {_url(host, port)}/mcp, {how}", file=log)
             log.flush()
             server.run("streamable-http", host=host, port=port)
