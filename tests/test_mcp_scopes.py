@@ -57,6 +57,16 @@ def seed_scopes(store: MemoryStore, tenant: str) -> None:
                 sources=(shared,),
             ),
             MemoryRecord(
+                id="bob-plan",
+                tenant=tenant,
+                kind=Kind.SEMANTIC,
+                scope="user:bob",
+                content="The household is on the family plan.",
+                valid_from=T0,
+                sources=(Source(id="msg-b", trust=Trust.TRUSTED),),
+                tags=("subject:household/plan",),
+            ),
+            MemoryRecord(
                 id="alice-pref",
                 tenant=tenant,
                 kind=Kind.SEMANTIC,
@@ -114,6 +124,27 @@ SCOPE_CALLS: dict[str, tuple[str, dict[str, Any]]] = {
             "derived_from": ["bob-note"],
         },
     ),
+    # a conflicting claim would make bob's record contested: a write to user:bob
+    "contest bob's claim": (
+        "remember",
+        {
+            "kind": "semantic",
+            "scope": "user:alice",
+            "content": "The household is on the single plan.",
+            "sources": [{"id": "msg-c"}],
+            "subject": "household/plan",
+        },
+    ),
+    "contest through a tag": (
+        "remember",
+        {
+            "kind": "semantic",
+            "scope": "user:alice",
+            "content": "The household is on the single plan.",
+            "sources": [{"id": "msg-c"}],
+            "tags": ["subject:household/plan"],
+        },
+    ),
     "forget bob": ("forget", {"target": "bob-note", "mode": "erase", "reason": "r"}),
     "forget the inherited policy": ("forget", {"target": "acme-policy", "mode": "revoke", "reason": "r"}),
     "forget a shared source": ("forget", {"target": "msg-shared", "mode": "erase", "reason": "r"}),
@@ -146,6 +177,16 @@ def test_the_scope_limit_refuses_reads_and_writes_outside_it(tenant: str) -> Non
                         {"kind": "working", "scope": "run:r-1", "content": "Drafting a reply to Alice."},
                     ),
                     "recall other run": await client.call_tool("recall", {"run_id": "r-2"}),
+                    "claim on an own subject": await client.call_tool(
+                        "remember",
+                        {
+                            "kind": "semantic",
+                            "scope": "user:alice",
+                            "content": "Alice wants paper invoices.",
+                            "sources": [{"id": "msg-d"}],
+                            "subject": "alice/invoices",
+                        },
+                    ),
                 }
                 return refused, allowed
 
@@ -164,8 +205,9 @@ def test_the_scope_limit_refuses_reads_and_writes_outside_it(tenant: str) -> Non
     # Related scopes are counted, not named.
     assert "user:bob" not in text_of(refused["precedents to bob"])
     assert forgotten == []
-    # Nothing changed but the working record the limit allows.
-    assert [r for r in after if r.scope != "run:r-1"] == before
+    # Nothing changed but the records the limit allows.
+    added = {data(allowed[n])["record_id"] for n in ("remember working", "claim on an own subject")}
+    assert [r for r in after if r.id not in added] == before
 
     recalled = {m["id"] for m in data(allowed["recall"])["memories"]}
     assert recalled == {"alice-pref", "alice-from-bob", "acme-policy"}  # the tenant's record applies inside
@@ -180,6 +222,7 @@ def test_the_scope_limit_refuses_reads_and_writes_outside_it(tenant: str) -> Non
     assert "fraud" not in json.dumps(data(traced))
     assert data(allowed["precedents"])["memories"] == []
     assert data(allowed["remember working"])["outcome"] == "accepted"
+    assert data(allowed["claim on an own subject"])["outcome"] == "accepted"
     # run:* allows every run of the agent's; a run sees only its own working memory.
     assert {m["id"] for m in data(allowed["recall other run"])["memories"]} == recalled
 

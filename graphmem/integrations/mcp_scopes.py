@@ -24,13 +24,15 @@ from collections.abc import Iterable, Sequence
 
 from graphmem._args import check_rel_type, check_scope
 from graphmem.errors import ContractViolation
-from graphmem.model import MemoryRecord
+from graphmem.model import MemoryRecord, Status, WriteProposal, content_hash
+from graphmem.model.write import SUBJECT_TAG_PREFIX, subject_tag
 from graphmem.store import MemoryStore
 
 __all__ = ["ScopeLimit", "check_scope_patterns"]
 
 _PREFIX_RE = re.compile(r"[a-z][a-z0-9_-]{0,31}:(?:[A-Za-z0-9][A-Za-z0-9._@/+-]{0,198})?\*")
 _CODE = "scope_not_allowed"
+_LIVE = (Status.ACTIVE, Status.PENDING_APPROVAL, Status.CONTESTED)
 
 
 def _is_scope(value: str) -> bool:
@@ -122,6 +124,28 @@ class ScopeLimit:
     def check_derived_from(self, record_ids: Iterable[str]) -> None:
         for record_id in record_ids:
             self.check_record(record_id, "deriving from")
+
+    def check_rivals(self, proposal: WriteProposal) -> None:
+        """A claim on a subject that a live record outside the limit also claims would make that
+        record contested — a write to its scope — so it is refused."""
+        if self.patterns is None:
+            return
+        tags = {t for t in proposal.tags if t.startswith(SUBJECT_TAG_PREFIX)}
+        if proposal.subject is not None:
+            tags.add(subject_tag(proposal.subject))
+        mine = content_hash(proposal.content)
+        for tag in sorted(tags):
+            for other in self.store.backend.with_tag(self.tenant, tag):
+                if (
+                    other.kind == proposal.kind
+                    and other.status in _LIVE
+                    and content_hash(other.content) != mine
+                    and not self.allows(other.scope)
+                ):
+                    raise self._refuse(
+                        f"a different claim on {tag.removeprefix(SUBJECT_TAG_PREFIX)} applies outside "
+                        "the allowed scopes; contesting it is not allowed"
+                    )
 
     def check_precedents(self, anchor: str, via: Sequence[str], hops: int) -> None:
         """The anchor and every scope precedents would reach from it must be allowed."""

@@ -441,6 +441,7 @@ class _Tools:
                 preconditions=preconditions,
                 tags=tags,
             )
+            self.limit.check_rivals(proposal)
             decision = self.store.propose(proposal, source_trust=self.source_trust)
             text = (
                 f"{decision.outcome.value} ({decision.reason.value}): record {decision.record_id or '-'}, "
