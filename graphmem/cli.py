@@ -397,7 +397,7 @@ def serve_mcp(
         clearance=Sensitivity(clearance),
         source_trust=Trust.TRUSTED if trust_sources else Trust.UNTRUSTED,
         database=database,
-        token=mcp_auth.load_token(token_file) if http and verifier is None else None,
+        token=mcp_auth.load_token(token_file) if http else None,
         no_auth=no_auth,
         token_verifier=verifier,
         http_auth=http_auth,

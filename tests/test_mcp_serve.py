@@ -362,6 +362,9 @@ def test_streamable_http_without_a_token_only_with_no_auth_on_loopback(
     with pytest.raises(ContractViolation) as info:
         run("memory://", "t-1", PRINCIPAL, transport="streamable-http", host="0.0.0.0", no_auth=True)  # noqa: S104
     assert info.value.code == "remote_without_auth"
+    with pytest.raises(ContractViolation) as info:
+        run("memory://", "t-1", PRINCIPAL, transport="streamable-http", token=TOKEN, no_auth=True)
+    assert info.value.code == "conflicting_auth"
 
     refused = subprocess.run(
         [

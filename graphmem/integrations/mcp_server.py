@@ -720,10 +720,18 @@ def build_server(
         source_trust=source_trust,
         limit=limit,
     )
+    instructions = _INSTRUCTIONS.format(tenant=tenant, principal=principal)
+    if limit.patterns:
+        instructions += f" You may read and write only these scopes: {', '.join(limit.patterns)}."
     return MCPServer(
         name,
         version=__version__,
-        instructions=_INSTRUCTIONS.format(tenant=tenant, principal=principal),
+        instructions=_INSTRUCTIONS.format(tenant=tenant, principal=principal)
+        + (
+            f" You may read and write only these scopes: {', '.join(limit.patterns)}."
+            if limit.patterns
+            else ""
+        ),
         tools=[_strict_tool(getattr(tools, n), n) for n in _ANNOTATIONS],
         log_level="WARNING",
         token_verifier=token_verifier,
@@ -807,7 +815,9 @@ def run(
             (token_verifier is None) != (http_auth is None)
         ):
             raise ContractViolation(
-                "give one of: a bearer token, a token verifier with its auth settings, or no_auth",
+                "choose one way to authenticate HTTP: a bearer token (--token-file or "
+                f"{TOKEN_ENV}), OAuth (--oauth-issuer …; a token verifier with its auth settings) "
+                "or --no-auth",
                 code="conflicting_auth",
             )
         if token_verifier is not None:
