@@ -572,6 +572,14 @@ def _workload_names(values: tuple[str, ...]) -> tuple[str, ...]:
 )
 @click.option("--forget-mode", type=click.Choice(["revoke", "erase"]), default="revoke", show_default=True)
 @click.option(
+    "--corpus",
+    type=click.Choice(["natural", "tokens"]),
+    default="natural",
+    show_default=True,
+    help="The records' and questions' text: plain-language notes and questions, or uniform random "
+    "tokens (the corpus of the first published figures).",
+)
+@click.option(
     "--naive-k",
     "naive_ks",
     type=click.IntRange(min=1),
@@ -630,6 +638,7 @@ def bench(
     budget: float,
     cascades: tuple[int, ...],
     forget_mode: str,
+    corpus: str,
     naive_ks: tuple[int, ...],
     mixed_ops: int,
     launch: bool,
@@ -668,6 +677,7 @@ def bench(
         budget_s=budget,
         forget_mode=ForgetMode(forget_mode),
         mixed_ops=mixed_ops,
+        corpus=corpus,
     )
     if cascades:
         base = dataclasses.replace(base, cascades=cascades)

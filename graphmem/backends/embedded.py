@@ -283,6 +283,7 @@ class EmbeddedBackend:
             conn.execute("SAVEPOINT apply")
             try:
                 batch: list[MemoryRecord] = []
+                events: list[AuditEvent] = []
                 replacing = False
                 for op in ops:
                     if isinstance(op, PutRecord | UpdateRecord):
@@ -300,9 +301,17 @@ class EmbeddedBackend:
                     if batch:
                         self._put_records(conn, batch, replacing)
                         batch = []
+                    if isinstance(op, AppendAudit):
+                        events.append(op.event)
+                        continue
+                    if events:
+                        self._append_audit(conn, events)
+                        events = []
                     self._apply_one(conn, op)
                 if batch:
                     self._put_records(conn, batch, replacing)
+                if events:
+                    self._append_audit(conn, events)
             except BaseException:
                 conn.execute("ROLLBACK TO apply")
                 conn.execute("RELEASE apply")
@@ -325,7 +334,7 @@ class EmbeddedBackend:
                     "`graphmem check` after they finish, or forget again",
                     code="store_busy",
                 )
-            time.sleep(0.01)
+            time.sleep(0.02)  # writers waiting behind the last attempt go first
 
     def _apply_one(self, conn: sqlite3.Connection, op: Op) -> None:
         if isinstance(op, ScopeWithin):
@@ -344,8 +353,6 @@ class EmbeddedBackend:
             )
         elif isinstance(op, AddEdge):
             self._add_edge(conn, op)
-        elif isinstance(op, AppendAudit):
-            self._append_audit(conn, op.event)
 
     @staticmethod
     def _scope(conn: sqlite3.Connection, tenant: str, *keys: str) -> None:
@@ -418,15 +425,32 @@ class EmbeddedBackend:
             )
 
     @staticmethod
-    def _append_audit(conn: sqlite3.Connection, event: AuditEvent) -> None:
-        cur = conn.execute(
-            "INSERT INTO audit (tenant, at_us, body) VALUES (?, ?, ?)",
-            (event.tenant, _micros(event.at), event.model_dump_json()),
+    def _append_audit(conn: sqlite3.Connection, events: Sequence[AuditEvent]) -> None:
+        """Append ``events`` in two statements, whatever their number: row by row, every row
+        would hand the interpreter lock back and wait for it again, which under busy reader
+        threads costs milliseconds a row and keeps every other writer waiting."""
+        (last,) = conn.execute("SELECT coalesce(max(seq), 0) FROM audit").fetchone()
+        seqs = range(last + 1, last + 1 + len(events))
+        conn.execute(
+            "INSERT INTO audit (seq, tenant, at_us, body) SELECT json_extract(value, '$[0]'), "
+            "json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]') "
+            "FROM json_each(?)",
+            (
+                json.dumps(
+                    [
+                        [q, e.tenant, _micros(e.at), e.model_dump_json()]
+                        for q, e in zip(seqs, events, strict=True)
+                    ]
+                ),
+            ),
         )
-        if event.record_ids:
-            conn.executemany(
-                "INSERT OR IGNORE INTO audit_records (tenant, record, seq) VALUES (?, ?, ?)",
-                [(event.tenant, rid, cur.lastrowid) for rid in event.record_ids],
+        links = [[e.tenant, rid, q] for q, e in zip(seqs, events, strict=True) for rid in e.record_ids]
+        if links:
+            conn.execute(
+                "INSERT OR IGNORE INTO audit_records (tenant, record, seq) SELECT "
+                "json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]') "
+                "FROM json_each(?)",
+                (json.dumps(links),),
             )
 
     # -- records ------------------------------------------------------------
