@@ -726,12 +726,7 @@ def build_server(
     return MCPServer(
         name,
         version=__version__,
-        instructions=_INSTRUCTIONS.format(tenant=tenant, principal=principal)
-        + (
-            f" You may read and write only these scopes: {', '.join(limit.patterns)}."
-            if limit.patterns
-            else ""
-        ),
+        instructions=instructions,
         tools=[_strict_tool(getattr(tools, n), n) for n in _ANNOTATIONS],
         log_level="WARNING",
         token_verifier=token_verifier,
