@@ -42,6 +42,7 @@ def seed_scopes(store: MemoryStore, tenant: str) -> None:
     """user:alice lies WITHIN tenant:acme and knows user:bob; run:r-1 lies WITHIN user:alice."""
     store.scope_within(tenant, "user:alice", "tenant:acme")
     store.scope_within(tenant, "run:r-1", "user:alice")
+    store.scope_within(tenant, "run:r-9", "user:bob")  # a run of Bob's: run:* must not reach Bob
     store.relate_scopes(tenant, "user:alice", "KNOWS", "user:bob")
     shared = Source(id="msg-shared", trust=Trust.TRUSTED)
     store.add_many(
@@ -102,6 +103,9 @@ SCOPE_CALLS: dict[str, tuple[str, dict[str, Any]]] = {
     "recall bob": ("recall", {"scopes": ["user:bob"]}),
     "recall the tenant": ("recall", {"scopes": ["tenant:acme"]}),
     "recall alice and bob": ("recall", {"scopes": ["user:alice", "user:bob"]}),
+    "recall in a run of bob's": ("recall", {"scopes": ["user:alice"], "run_id": "r-9"}),
+    "recall a run scope of bob's": ("recall", {"scopes": ["run:r-9"]}),
+    "explain in a run of bob's": ("explain", {"record_id": "alice-pref", "run_id": "r-9"}),
     "explain bob": ("explain", {"record_id": "bob-note"}),
     "trace bob": ("trace", {"record_id": "bob-note"}),
     "precedents to bob": ("precedents", {"anchor_scope": "user:alice", "via": ["KNOWS"]}),
@@ -204,6 +208,8 @@ def test_the_scope_limit_refuses_reads_and_writes_outside_it(tenant: str) -> Non
         assert "fraud" not in text_of(result), name
     # Related scopes are counted, not named.
     assert "user:bob" not in text_of(refused["precedents to bob"])
+    assert "user:bob" not in text_of(refused["recall in a run of bob's"])
+    assert "1 enclosing scope(s)" in text_of(refused["recall in a run of bob's"])
     assert forgotten == []
     # Nothing changed but the records the limit allows.
     added = {data(allowed[n])["record_id"] for n in ("remember working", "claim on an own subject")}
@@ -280,3 +286,42 @@ def test_scope_limits_are_checked_when_the_server_is_built(tenant: str) -> None:
             )
         assert info.value.code == "scope_not_allowed"
         build_server(store, tenant, PRINCIPAL, allowed_scopes=("user:*", "case:acme-*"))
+
+
+def test_a_prefix_reaches_enclosing_scopes_only_when_they_are_allowed(tenant: str) -> None:
+    """With only prefixes, what their scopes lie WITHIN must be allowed by name or prefix."""
+    store = MemoryStore.embedded()
+    store.scope_within(tenant, "case:acme-1", "tenant:acme")
+    store.relate_scopes(tenant, "case:acme-1", "SAME_SYSTEM", "case:acme-2")
+    store.scope_within(tenant, "case:acme-2", "user:bob")
+    store.add(
+        MemoryRecord(
+            id="acme-2-incident",
+            tenant=tenant,
+            kind=Kind.EPISODIC,
+            scope="case:acme-2",
+            content="The gateway timed out twice.",
+            event_time=T0,
+            outcome="failure",
+        )
+    )
+
+    async def calls(allowed: tuple[str, ...]) -> list[CallToolResult]:
+        server = build_server(store, tenant, PRINCIPAL, allowed_scopes=allowed)
+        async with Client(server) as client:
+            return [
+                await client.call_tool("recall", {"scopes": ["case:acme-1"]}),
+                await client.call_tool("precedents", {"anchor_scope": "case:acme-1", "via": ["SAME_SYSTEM"]}),
+            ]
+
+    with store:
+        narrow = asyncio.run(calls(("case:acme-*",)))
+        middle = asyncio.run(calls(("case:acme-*", "tenant:acme")))
+        wide = asyncio.run(calls(("case:acme-*", "tenant:acme", "user:bob")))
+    assert [error_code(r) for r in narrow] == ["scope_not_allowed", "scope_not_allowed"]
+    assert "reading case:acme-1 would also read 1 enclosing scope(s)" in text_of(narrow[0])
+    assert data(middle[0])["memories"] == []
+    # case:acme-2 matches the prefix, but it lies WITHIN user:bob.
+    assert error_code(middle[1]) == "scope_not_allowed"
+    assert "precedents from case:acme-1 would also read 1 enclosing scope(s)" in text_of(middle[1])
+    assert [m["id"] for m in data(wide[1])["memories"]] == ["acme-2-incident"]

@@ -7,7 +7,10 @@ A limit is a list of scopes (``user:alice``) and name prefixes (``run:*``,
 * reads (``recall``, ``explain``, ``precedents``) only with contexts whose
   scopes and run are allowed, so it sees what the gate lets into those scopes:
   their records and those of every scope they are ``WITHIN`` (a record of
-  ``tenant:acme`` applies inside ``user:alice``) — such a record is *readable*;
+  ``tenant:acme`` applies inside ``user:alice``) — such a record is *readable*.
+  Every scope a read's scopes lie WITHIN must be allowed too, or enclose an
+  exact allowed scope: a prefix never widens a read (with ``run:*``, a run
+  WITHIN ``user:bob`` would otherwise read Bob's records);
 * traces only readable records, and sees the content labels of readable
   lineage nodes only.
 
@@ -90,8 +93,20 @@ class ScopeLimit:
         allowed = ", ".join(self.patterns or ())
         return ContractViolation(f"{what}; this server allows only: {allowed}", code=_CODE)
 
-    def check_read(self, scopes: Iterable[str], run_id: str | None) -> None:
-        """A read context's scopes and run must be allowed (``run:<run_id>`` for the run)."""
+    def inherited(self) -> set[str]:
+        """The scopes the exact allowed scopes lie (transitively) WITHIN, themselves included:
+        their records apply inside the allowed scopes, so the agent reads them."""
+        exact = self.exact
+        return self.store.backend.scope_ancestors(self.tenant, exact) if exact else set()
+
+    def _permitted(self, scope: str, inherited: set[str]) -> bool:
+        return self.allows(scope) or scope in inherited
+
+    def check_read(self, scopes: Iterable[str], run_id: str | None, *, closure: bool = True) -> None:
+        """A read context's scopes and run must be allowed (``run:<run_id>`` for the run), and so
+        must every scope they lie WITHIN — unless an exact allowed scope lies within it too. A
+        prefix cannot widen a read: with ``run:*``, a run WITHIN ``user:bob`` would read Bob's
+        records. ``closure=False`` checks only the scopes named (no store access)."""
         if self.patterns is None:
             return
         wanted = [check_scope(s) for s in scopes]
@@ -100,18 +115,32 @@ class ScopeLimit:
         refused = [s for s in wanted if not self.allows(s)]
         if refused:
             raise self._refuse(f"reading {', '.join(refused)} is not allowed")
+        if closure and wanted:
+            self._check_closure(wanted, f"reading {', '.join(wanted)}")
+
+    def _check_closure(self, scopes: Sequence[str], what: str) -> None:
+        inherited = self.inherited()
+        beyond = [
+            s
+            for s in self.store.backend.scope_ancestors(self.tenant, scopes)
+            if not self._permitted(s, inherited)
+        ]
+        if beyond:
+            # Counted, not named: the names of other scopes are not the agent's to learn.
+            raise self._refuse(
+                f"{what} would also read {len(beyond)} enclosing scope(s) that are not allowed"
+            )
 
     def check_write(self, scope: str) -> None:
         if not self.allows(check_scope(scope)):
             raise self._refuse(f"writing to {scope} is not allowed")
 
-    def readable(self, record: MemoryRecord) -> bool:
-        """Whether a read in allowed scopes could see ``record``: it applies to an allowed scope or
-        to one an allowed scope is (transitively) WITHIN."""
+    def readable(self, record: MemoryRecord, inherited: set[str] | None = None) -> bool:
+        """Whether the agent may see ``record``: it applies to an allowed scope or to one an exact
+        allowed scope lies (transitively) WITHIN (``inherited``, computed if not given)."""
         if self.patterns is None or self.allows(record.scope):
             return True
-        inside = self.store.backend.scope_descendants(self.tenant, record.scope)
-        return any(self.allows(s) for s in inside)
+        return record.scope in (self.inherited() if inherited is None else inherited)
 
     def check_record(self, record_id: str, verb: str) -> None:
         """``record_id`` (if it exists: a missing one is the store's ``not_found``) must be readable."""
@@ -155,13 +184,13 @@ class ScopeLimit:
         if isinstance(via, str) or not 0 <= hops <= 10:
             return  # the store refuses these with its own code
         types = [check_rel_type(t) for t in via]
-        reachable = self.store.backend.related_scopes(self.tenant, anchor, types, hops)
+        reachable = sorted(self.store.backend.related_scopes(self.tenant, anchor, types, hops))
         outside = [s for s in reachable if not self.allows(s)]
         if outside:
-            # Counted, not named: the names of other scopes are not the agent's to learn.
             raise self._refuse(
                 f"precedents from {anchor} would read {len(outside)} related scope(s) that are not allowed"
             )
+        self._check_closure(reachable, f"precedents from {anchor}")
 
     def check_forget(self, target: str, target_type: str | None) -> None:
         """Whatever ``target`` names must lie in allowed scopes: the record; every record citing the

@@ -341,11 +341,12 @@ class _Tools:
     def _within_clearance(self, lineage: Lineage) -> Lineage:
         """Hide the content labels of records above the server's clearance (recall would drop them)."""
         nodes = []
+        inherited = self.limit.inherited() if self.limit.limited else set()
         for node in lineage.nodes:
             record = self.store.get(self.tenant, node.id) if node.type == "memory" else None
             if record is not None and record.sensitivity > self.clearance:
                 node = node.model_copy(update={"label": f"[{record.sensitivity.value}: above clearance]"})
-            elif record is not None and not self.limit.readable(record):
+            elif record is not None and not self.limit.readable(record, inherited):
                 node = node.model_copy(update={"label": "[outside this server's scopes]"})
             nodes.append(node)
         return Lineage(root=lineage.root, nodes=tuple(nodes), edges=lineage.edges)
@@ -707,7 +708,7 @@ def build_server(
     if not principal.strip() or len(principal) > 128:
         raise ContractViolation("the principal must be 1-128 characters", code="invalid_principal")
     limit = ScopeLimit(store, tenant, allowed_scopes)
-    limit.check_read(default_scopes, None)
+    limit.check_read(default_scopes, None, closure=False)
     from graphmem import __version__
 
     tools = _Tools(
