@@ -1,4 +1,4 @@
-"""The MCP server's scope limit (``--scope``): what the agent may read and write, through the
+"""The MCP server's scope limit (``--scope``) on every backend: what the agent may read and write, through the
 official client's in-memory transport (the limit does not depend on the transport; the stdio
 test of the default store checks it in a real server process too)."""
 
@@ -157,8 +157,7 @@ SCOPE_CALLS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
-def test_the_scope_limit_refuses_reads_and_writes_outside_it(tenant: str) -> None:
-    store = MemoryStore.embedded()
+def test_the_scope_limit_refuses_reads_and_writes_outside_it(store: MemoryStore, tenant: str) -> None:
     seed_scopes(store, tenant)
     before = store.backend.all_records(tenant)
     server = build_server(store, tenant, PRINCIPAL, allowed_scopes=LIMIT)
@@ -194,13 +193,12 @@ def test_the_scope_limit_refuses_reads_and_writes_outside_it(tenant: str) -> Non
                 }
                 return refused, allowed
 
-    with store:
-        refused, allowed = asyncio.run(main())
-        after = store.backend.all_records(tenant)
-        bob = store.get(tenant, "bob-note")
-        assert bob is not None
-        assert bob.status is Status.ACTIVE
-        forgotten = [e for e in store.audit(tenant) if e.action == "forgotten"]
+    refused, allowed = asyncio.run(main())
+    after = store.backend.all_records(tenant)
+    bob = store.get(tenant, "bob-note")
+    assert bob is not None
+    assert bob.status is Status.ACTIVE
+    forgotten = [e for e in store.audit(tenant) if e.action == "forgotten"]
 
     for name, result in refused.items():
         assert error_code(result) == "scope_not_allowed", name
@@ -233,9 +231,8 @@ def test_the_scope_limit_refuses_reads_and_writes_outside_it(tenant: str) -> Non
     assert {m["id"] for m in data(allowed["recall other run"])["memories"]} == recalled
 
 
-def test_forget_inside_the_limit_cascades(tenant: str) -> None:
+def test_forget_inside_the_limit_cascades(store: MemoryStore, tenant: str) -> None:
     """A forget the limit allows still takes out what was derived from it, wherever that applies."""
-    store = MemoryStore.embedded()
     store.add(
         MemoryRecord(
             id="alice-call",
@@ -266,8 +263,7 @@ def test_forget_inside_the_limit_cascades(tenant: str) -> None:
                 "forget", {"target": "alice-call", "mode": "erase", "reason": "asked to be forgotten"}
             )
 
-    with store:
-        report = data(asyncio.run(main()))
+    report = data(asyncio.run(main()))
     assert {(e["record_id"], e["action"]) for e in report["entries"]} == {
         ("alice-call", "erased"),
         ("city-stats", "erased"),
@@ -288,9 +284,10 @@ def test_scope_limits_are_checked_when_the_server_is_built(tenant: str) -> None:
         build_server(store, tenant, PRINCIPAL, allowed_scopes=("user:*", "case:acme-*"))
 
 
-def test_a_prefix_reaches_enclosing_scopes_only_when_they_are_allowed(tenant: str) -> None:
+def test_a_prefix_reaches_enclosing_scopes_only_when_they_are_allowed(
+    store: MemoryStore, tenant: str
+) -> None:
     """With only prefixes, what their scopes lie WITHIN must be allowed by name or prefix."""
-    store = MemoryStore.embedded()
     store.scope_within(tenant, "case:acme-1", "tenant:acme")
     store.relate_scopes(tenant, "case:acme-1", "SAME_SYSTEM", "case:acme-2")
     store.scope_within(tenant, "case:acme-2", "user:bob")
@@ -314,10 +311,9 @@ def test_a_prefix_reaches_enclosing_scopes_only_when_they_are_allowed(tenant: st
                 await client.call_tool("precedents", {"anchor_scope": "case:acme-1", "via": ["SAME_SYSTEM"]}),
             ]
 
-    with store:
-        narrow = asyncio.run(calls(("case:acme-*",)))
-        middle = asyncio.run(calls(("case:acme-*", "tenant:acme")))
-        wide = asyncio.run(calls(("case:acme-*", "tenant:acme", "user:bob")))
+    narrow = asyncio.run(calls(("case:acme-*",)))
+    middle = asyncio.run(calls(("case:acme-*", "tenant:acme")))
+    wide = asyncio.run(calls(("case:acme-*", "tenant:acme", "user:bob")))
     assert [error_code(r) for r in narrow] == ["scope_not_allowed", "scope_not_allowed"]
     assert "reading case:acme-1 would also read 1 enclosing scope(s)" in text_of(narrow[0])
     assert data(middle[0])["memories"] == []
