@@ -834,10 +834,12 @@ def run(
                 "only to a loopback address such as 127.0.0.1; give a bearer token instead",
                 code="remote_without_auth",
             )
+    where = None if store_uri is None else _describe(store_uri)
     if store_uri is None:
         path = default_store_path()
         path.mkdir(parents=True, exist_ok=True)
         store_uri = path.as_uri()
+        where = f"{path} (the user-data directory; --store chooses another)"
     options: dict[str, Any] = {}
     if store_uri.startswith(("bolt", "neo4j")):
         options = {"auth": auth, "database": database}
@@ -855,7 +857,7 @@ def run(
             auth=http_auth if verifier is not None else None,
         )
         print(f"graphmem MCP server: tenant {tenant}, principal {principal}", file=log)
-        print(f"graphmem MCP server: store {_describe(store_uri)}", file=log)
+        print(f"graphmem MCP server: store {where}", file=log)
         if transport == "stdio":
             log.flush()
             server.run("stdio")
