@@ -149,6 +149,15 @@ SCOPE_CALLS: dict[str, tuple[str, dict[str, Any]]] = {
             "tags": ["subject:household/plan"],
         },
     ),
+    "cite bob's source": (
+        "remember",
+        {
+            "kind": "semantic",
+            "scope": "user:alice",
+            "content": "Alice shares a message thread with Bob.",
+            "sources": [{"id": "msg-shared", "locator": "https://evil.example/"}],
+        },
+    ),
     "forget bob": ("forget", {"target": "bob-note", "mode": "erase", "reason": "r"}),
     "forget the inherited policy": ("forget", {"target": "acme-policy", "mode": "revoke", "reason": "r"}),
     "forget a shared source": ("forget", {"target": "msg-shared", "mode": "erase", "reason": "r"}),

@@ -3,7 +3,10 @@
 A limit is a list of scopes (``user:alice``) and name prefixes (``run:*``,
 ``case:acme-*``). With a limit, the agent
 
-* writes (``remember``, ``forget``) only records applying to an allowed scope;
+* writes (``remember``, ``forget``) only records applying to an allowed scope,
+  never citing a source or claiming a subject that records outside the limit
+  also cite or claim (that would change them: a source's stored state, a
+  conflict that contests them);
 * reads (``recall``, ``explain``, ``precedents``) only with contexts whose
   scopes and run are allowed, so it sees what the gate lets into those scopes:
   their records and those of every scope they are ``WITHIN`` (a record of
@@ -154,6 +157,20 @@ class ScopeLimit:
         for record_id in record_ids:
             self.check_record(record_id, "deriving from")
 
+    def _cited_outside(self, source_id: str) -> int:
+        """How many scopes outside the limit hold records citing ``source_id``."""
+        citing = self.store.backend.citing(self.tenant, source_id)
+        return len({r.scope for r in citing if not self.allows(r.scope)})
+
+    def check_sources(self, source_ids: Iterable[str]) -> None:
+        """Citing a source that records outside the limit cite would rewrite what the store keeps
+        about it (and tie the agent's record to their forgetting), so it is refused."""
+        if self.patterns is None:
+            return
+        for source_id in source_ids:
+            if self._cited_outside(source_id):
+                raise self._refuse(f"source {source_id} is cited by records outside the allowed scopes")
+
     def check_rivals(self, proposal: WriteProposal) -> None:
         """A claim on a subject that a live record outside the limit also claims would make that
         record contested — a write to its scope — so it is refused."""
@@ -203,10 +220,10 @@ class ScopeLimit:
             if record is not None and not self.allows(record.scope):
                 raise self._refuse(f"forgetting {target}: it applies to {record.scope}")
         if target_type in (None, "source") and backend.source_exists(tenant, target):
-            outside = sorted({r.scope for r in backend.citing(tenant, target) if not self.allows(r.scope)})
-            if outside:
+            count = self._cited_outside(target)
+            if count:
                 raise self._refuse(
-                    f"forgetting source {target}: records citing it apply to {len(outside)} scope(s) "
+                    f"forgetting source {target}: records citing it apply to {count} scope(s) "
                     "that are not allowed"
                 )
         if target_type == "scope" or (target_type is None and _is_scope(target)):

@@ -442,6 +442,7 @@ class _Tools:
                 preconditions=preconditions,
                 tags=tags,
             )
+            self.limit.check_sources(s.id for s in proposal.sources)
             self.limit.check_rivals(proposal)
             decision = self.store.propose(proposal, source_trust=self.source_trust)
             text = (
