@@ -384,6 +384,9 @@ def serve_mcp(
             client_id=os.environ.get(mcp_auth.CLIENT_ID_ENV),
             client_secret=os.environ.get(mcp_auth.CLIENT_SECRET_ENV),
         )
+    token = mcp_auth.load_token(token_file) if http else None
+    if token and token_file is not None and os.name == "posix" and os.stat(token_file).st_mode & 0o077:
+        click.echo(f"warning: {token_file} is readable by other users; chmod 600 it", err=True)
     run(
         store_uri,
         tenant,
@@ -397,7 +400,7 @@ def serve_mcp(
         clearance=Sensitivity(clearance),
         source_trust=Trust.TRUSTED if trust_sources else Trust.UNTRUSTED,
         database=database,
-        token=mcp_auth.load_token(token_file) if http else None,
+        token=token,
         no_auth=no_auth,
         token_verifier=verifier,
         http_auth=http_auth,

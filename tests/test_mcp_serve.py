@@ -243,6 +243,7 @@ def with_http_session(
 def token_file(tmp_path: Path) -> Path:
     path = tmp_path / "token"
     path.write_text(TOKEN + "\n")
+    path.chmod(0o600)
     return path
 
 
@@ -290,6 +291,7 @@ def test_streamable_http_with_a_token_remembers_across_a_restart(
     started = log.read_text()
     assert f"store {urlparse(file_target.uri).path}" in started
     assert "bearer token required" in started
+    assert "warning" not in started
     assert TOKEN not in started
 
     async def second(session: ClientSession) -> CallToolResult:

@@ -872,6 +872,12 @@ def run(
             elif verifier is not None:
                 how = "bearer token required"
             print(f"graphmem MCP server: {_url(host, port)}/mcp, {how}", file=log)
+            if not _is_loopback(host):
+                print(
+                    f"graphmem MCP server: warning: {host} is not loopback and this is plain HTTP; "
+                    "serve it only behind TLS (a bearer token is a password)",
+                    file=log,
+                )
             log.flush()
             server.run("streamable-http", host=host, port=port)
 
