@@ -17,7 +17,7 @@ from array import array
 from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ from graphmem.backends.base import (
     ScopeWithin,
     UpdateRecord,
 )
+from graphmem.backends.recall_log import RecallLog
 from graphmem.backends.sqlite_check import check_database
 from graphmem.backends.sqlite_engine import DB_NAME, Engine, corrupt_error, record_row, ts
 from graphmem.errors import BackendUnavailable, ConflictError
@@ -154,63 +155,6 @@ class _GateMemo:
                 self._held -= len(self._entries.pop(key)[3].rows)
 
 
-class _RecallLog:
-    """Recall audit events, appended in batches off the read path.
-
-    A recall is a read: it must not take the writer lock, nor pay a durable commit,
-    on every call. Its event is queued and written within ``delay`` seconds (with
-    others queued meanwhile, in one transaction); reading the audit log, exporting
-    and closing write the queue first. A crash can lose at most the events of the
-    last ``delay`` seconds; ``delay=0`` appends each event before recall returns.
-    """
-
-    def __init__(self, backend: EmbeddedBackend, delay: float) -> None:
-        self._backend = backend
-        self._delay = delay
-        self._lock = threading.Lock()
-        self._queue: list[AuditEvent] = []
-        self._wake = threading.Event()
-        self._closed = False
-        self._thread: threading.Thread | None = None
-
-    def add(self, event: AuditEvent) -> None:
-        if self._delay <= 0:
-            self._backend.engine.after(lambda: self._backend.apply([AppendAudit(event=event)]))
-            return
-        with self._lock:
-            self._queue.append(event)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="graphmem-recall-audit", daemon=True)
-                self._thread.start()
-        self._wake.set()
-
-    def _run(self) -> None:
-        while not self._closed:
-            self._wake.wait()
-            self._wake.clear()
-            time.sleep(self._delay)
-            with suppress(BackendUnavailable):  # busy or closing: the next flush takes them
-                self.flush()
-
-    def flush(self) -> None:
-        with self._lock:
-            events, self._queue = self._queue, []
-        if events:
-            try:
-                self._backend.apply([AppendAudit(event=e) for e in events])
-            except BaseException:
-                with self._lock:
-                    self._queue[:0] = events
-                raise
-
-    def close(self) -> None:
-        self._closed = True
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        self.flush()
-
-
 class EmbeddedBackend:
     """SQLite underneath: ``directory`` holds the store's database file; ``None`` keeps it in memory.
 
@@ -234,7 +178,11 @@ class EmbeddedBackend:
             self._prepare_directory(self.directory, path)
         self.engine = Engine(path, busy_timeout=busy_timeout)
         self._memo = _GateMemo(gate_memo)
-        self._recalls = _RecallLog(self, recall_audit_delay)
+        self._recall_audit_delay = recall_audit_delay
+        self._applied = 0
+        self._recalls = RecallLog(
+            lambda events: self.apply([AppendAudit(event=e) for e in events]), recall_audit_delay
+        )
 
     @staticmethod
     def _prepare_directory(directory: Path, path: Path) -> None:
@@ -278,6 +226,7 @@ class EmbeddedBackend:
 
     def apply(self, ops: Sequence[Op]) -> None:
         """Every op or none: a savepoint inside the caller's transaction (or its own)."""
+        self._applied += 1  # revision(): before the write, so no reader keeps what it replaces
         erased: set[str] = set()
         with self.engine.transaction(write=True) as conn:
             conn.execute("SAVEPOINT apply")
@@ -746,6 +695,16 @@ class EmbeddedBackend:
         return out
 
     def gate_one(self, ctx: ReadContext, record_id: str) -> tuple[str, DropReason | None] | None:
+        found = self.gate_input(ctx, record_id)
+        if found is None:
+            return None
+        cand, in_scope = found
+        return cand.fingerprint, drop_reason(cand, ctx, in_scope)
+
+    def gate_input(self, ctx: ReadContext, record_id: str) -> tuple[Candidate, bool] | None:
+        """What the gate decides one record on: its candidate and whether it applies in the
+        context's scopes. ``drop_reason`` of these gives ``gate_one``'s verdict at any time
+        until ``revision()`` changes."""
         with self._read() as conn:
             row = conn.execute(
                 f"SELECT {_GATE_COLUMNS} FROM records WHERE tenant = ? AND id = ?", (ctx.tenant, record_id)
@@ -753,16 +712,29 @@ class EmbeddedBackend:
             if row is None:
                 return None
             _, matching, _ = self._reach(conn, ctx)
-        cand = self._candidate(ctx.tenant, row)
-        return cand.fingerprint, drop_reason(cand, ctx, row[13] in matching)
+        return self._candidate(ctx.tenant, row), row[13] in matching
+
+    def revision(self) -> tuple[int, int]:
+        """Changes whenever the store may have changed: a write applied through this backend
+        (any thread), or a commit by another connection to the file (another thread's or
+        process's, ``PRAGMA data_version`` of this thread's connection). One cheap statement:
+        callers keep what they read under it, and read again when it changes."""
+        return self._applied, self.engine.data_version()
 
     def recalled(
-        self, tenant: str, record_ids: Sequence[str], audit: AuditEvent | None
+        self, tenant: str, record_ids: Sequence[str], audit: AuditEvent | None, *, sync: bool = False
     ) -> list[MemoryRecord]:
         records = self.get_many(tenant, record_ids)
         if audit is not None:
-            self._recalls.add(audit)
+            if sync or self._recall_audit_delay <= 0:
+                # Appended before recall returns, once its read snapshot has ended.
+                self.engine.after(lambda: self.apply([AppendAudit(event=audit)]))
+            else:
+                self._recalls.add(audit)
         return records
+
+    def _append_recalls(self, events: Sequence[AuditEvent]) -> None:
+        self.apply([AppendAudit(event=e) for e in events])
 
     def flush_audit(self) -> None:
         """Write every recall audit event still queued (``audit``, ``export`` and ``close`` do)."""
