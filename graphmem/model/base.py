@@ -18,6 +18,7 @@ __all__ = [
     "Identifier",
     "ScopeKey",
     "Tenant",
+    "holds_personal_data",
     "scope_type",
     "utcnow",
 ]
@@ -82,6 +83,12 @@ def _phone(part: str) -> bool:
     return bool(_PHONE_RE.fullmatch(part)) and 9 <= sum(c.isdigit() for c in part) <= 15
 
 
+def holds_personal_data(scope: str) -> bool:
+    """Whether a scope key looks like it holds an e-mail address or a phone number (such keys
+    are refused: ``personal_data_in_scope``)."""
+    return bool(_EMAIL_RE.search(scope)) or any(_phone(part) for part in re.split(r"[:/]", scope))
+
+
 def _scope(value: str) -> str:
     if not _SCOPE_RE.fullmatch(value):
         raise PydanticCustomError(
@@ -90,7 +97,7 @@ def _scope(value: str) -> str:
             "(lower-case type; name of letters, digits and . _ @ / + -) (got '{value}')",
             {"value": value[:80]},
         )
-    if _EMAIL_RE.search(value) or any(_phone(part) for part in re.split(r"[:/]", value)):
+    if holds_personal_data(value):
         # The value is not repeated: it is the personal data the message is about.
         raise PydanticCustomError(
             "personal_data_in_scope",
