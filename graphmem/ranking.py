@@ -175,6 +175,8 @@ class Prepared:
     """
 
     __slots__ = (
+        "_arrays",
+        "_index",
         "_places",
         "_postings",
         "_vectors",
@@ -197,6 +199,30 @@ class Prepared:
         self._postings: dict[str, list[tuple[str, int]]] = {}
         self._places: dict[str, int] | None = None
         self._vectors: Vectors | None = None
+        # NumPy forms, built on first use and dropped on any change: documents by position
+        # (ids, lengths) and each queried term's postings as (positions, frequencies).
+        self._index: tuple[list[str], dict[str, int], np.ndarray] | None = None
+        self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def index(self) -> tuple[list[str], dict[str, int], np.ndarray]:
+        """(ids by position, position by id, document lengths by position)."""
+        if self._index is None:
+            ids = list(self.counts)
+            lengths = np.array([self.counts[rid][1] for rid in ids], dtype=np.float64)
+            self._index = (ids, {rid: i for i, rid in enumerate(ids)}, lengths)
+        return self._index
+
+    def term_arrays(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """The positions (``index()``) of the documents holding ``term``, and its frequencies."""
+        found = self._arrays.get(term)
+        if found is None:
+            _, position, _ = self.index()
+            postings = self.postings(term)
+            found = self._arrays[term] = (
+                np.fromiter((position[rid] for rid, _ in postings), dtype=np.intp, count=len(postings)),
+                np.fromiter((tf for _, tf in postings), dtype=np.float64, count=len(postings)),
+            )
+        return found
 
     def vectors(self) -> Vectors:
         """The documents' embeddings as matrices, built on first use and again after a change."""
@@ -225,6 +251,7 @@ class Prepared:
         counts, length = self.counts[rid] = _terms(content)
         self.total_len += length
         self.embedded += embedding is not None
+        self._index, self._arrays = None, {}
         if embedding is not None:
             self._vectors = None
         at = bisect_left(self.zeros, (-recency, rid))
@@ -240,6 +267,7 @@ class Prepared:
         counts, length = self.counts.pop(rid)
         self.total_len -= length
         self.embedded -= embedding is not None
+        self._index, self._arrays = None, {}
         if embedding is not None:
             self._vectors = None
         at = bisect_left(self.zeros, (-recency, rid))
@@ -264,13 +292,25 @@ def rank_prepared(
     best = 0.0
     if terms and n:
         avg_len = sum(p.total_len for p in parts) / n or 1.0
-        hits = {t: [(j, rid, tf) for j, p in enumerate(parts) for rid, tf in p.postings(t)] for t in terms}
-        idf = {t: math.log(1.0 + (n - len(hits[t]) + 0.5) / (len(hits[t]) + 0.5)) for t in terms}
+        df = {t: sum(len(p.postings(t)) for p in parts) for t in terms}
+        idf = {t: math.log(1.0 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in terms}
         best = sum(idf.values()) * (_K1 + 1.0)
-        for t in terms:  # in query-term order, as ``rank`` adds them
-            for j, rid, tf in hits[t]:
-                norm = _K1 * (1.0 - _B + _B * parts[j].counts[rid][1] / avg_len)
-                raw[j, rid] = raw.get((j, rid), 0.0) + idf[t] * tf * (_K1 + 1.0) / (tf + norm)
+        for j, part in enumerate(parts):
+            # One NumPy pass per term over its postings: the same operations, in the same
+            # order, as ``rank``'s loop, element by element, so the same floats to the bit.
+            ids, _, lengths = part.index()
+            total = np.zeros(len(ids))
+            touched = np.zeros(len(ids), dtype=bool)
+            for t in terms:  # in query-term order, as ``rank`` adds them
+                positions, tfs = part.term_arrays(t)
+                if not len(positions):
+                    continue
+                norm = _K1 * (1.0 - _B + _B * lengths[positions] / avg_len)
+                total[positions] += idf[t] * tfs * (_K1 + 1.0) / (tfs + norm)
+                touched[positions] = True
+            where = np.flatnonzero(touched)
+            for i, value in zip(where.tolist(), total[where].tolist(), strict=True):
+                raw[j, ids[i]] = value
         if not hybrid:
             for (j, rid), lexical in raw.items():
                 rounded = round(lexical / best, _DIGITS)
