@@ -179,5 +179,5 @@ def run_demo(store: MemoryStore | None = None, tenant: str = TENANT) -> DemoResu
         procedure_v2_env=procedure_v2,
         procedure_v1_env=procedure_v1,
         history=history,
-        receipt_verified=store.verify(procedure_v2.receipt, v2),
+        receipt_verified=bool(store.verify(procedure_v2.receipt, v2)),
     )

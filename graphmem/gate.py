@@ -7,12 +7,13 @@ suite proves both give the same reason for every candidate.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
 from graphmem.model import DropReason, Kind, MemoryRecord, ReadContext, Status
 
-__all__ = ["Candidate", "GateResult", "drop_reason", "run_gate", "validity_window"]
+__all__ = ["Candidate", "Change", "GateResult", "drop_reason", "known_ends", "run_gate", "validity_window"]
 
 _STATUS_REASONS = {
     Status.PENDING_APPROVAL: DropReason.PENDING_APPROVAL,
@@ -23,13 +24,36 @@ _STATUS_REASONS = {
 }
 
 
+Change = tuple[bool, datetime, datetime | None]
+"""A lineage change to a record: (a supersession, else an invalidation; when it takes
+effect; when the store recorded it — None for a change known at every time)."""
+
+
+def known_ends(changes: Iterable[Change], as_of: datetime) -> tuple[datetime | None, datetime | None]:
+    """(superseded at, invalidated at) as the store knew them at ``as_of``: the earliest
+    effect of the changes recorded by then."""
+    superseded: datetime | None = None
+    invalidated: datetime | None = None
+    for is_supersession, at, recorded in changes:
+        if recorded is not None and recorded > as_of:
+            continue
+        if is_supersession:
+            superseded = at if superseded is None or at < superseded else superseded
+        else:
+            invalidated = at if invalidated is None or at < invalidated else invalidated
+    return superseded, invalidated
+
+
 @dataclass(frozen=True, slots=True)
 class Candidate:
     """A record plus what the graph says about it, independent of who asks.
 
     ``superseded_at`` / ``invalidated_at`` are the earliest times a
     ``SUPERSEDES`` / ``INVALIDATED_BY`` edge took effect; ``start``/``end`` are
-    the validity window (see ``validity_window``); ``recency`` (valid from,
+    the validity window (see ``validity_window``); ``known_from`` is when the store
+    recorded the record (its ``created_at``) and ``changed_at`` the latest recorded time
+    of its supersessions and invalidations: a read whose knowledge time is earlier needs
+    ``changes`` (every such change) to see them as they were then. ``recency`` (valid from,
     else event time, else creation, as a timestamp) breaks ranking ties. The
     gate's inputs are copied into the candidate's own slots so that checking a
     thousand candidates touches a thousand small objects, not every record's
@@ -51,11 +75,24 @@ class Candidate:
     status: Status
     succeeded: bool
     preconditions: frozenset[str]
+    known_from: datetime | None = None
+    changed_at: datetime | None = None
+    changes: tuple[Change, ...] | None = None
 
     @classmethod
     def of(
-        cls, record: MemoryRecord, superseded_at: datetime | None, invalidated_at: datetime | None
+        cls,
+        record: MemoryRecord,
+        superseded_at: datetime | None = None,
+        invalidated_at: datetime | None = None,
+        changes: Iterable[Change] | None = None,
     ) -> Candidate:
+        """The candidate of ``record``: given every lineage change to it (``changes``), or
+        only the earliest effect times of its supersessions and invalidations (known always)."""
+        held = None if changes is None else tuple(changes)
+        if held is not None:
+            superseded_at, invalidated_at = known_ends(((c[0], c[1], None) for c in held), record.created_at)
+        recorded = [c[2] for c in held or () if c[2] is not None]
         start, end = validity_window(record)
         recency = (record.valid_from or record.event_time or record.created_at).timestamp()
         return cls(
@@ -74,7 +111,17 @@ class Candidate:
             record.status,
             record.succeeded,
             frozenset(record.preconditions),
+            record.created_at,
+            max(recorded, default=None),
+            held,
         )
+
+    def ends_known_at(self, as_of: datetime) -> tuple[datetime | None, datetime | None]:
+        """(superseded at, invalidated at) as the store knew them at ``as_of``."""
+        if self.changed_at is None or as_of >= self.changed_at:
+            return self.superseded_at, self.invalidated_at
+        assert self.changes is not None, "a replay before a change needs the record's changes"
+        return known_ends(self.changes, as_of)
 
 
 def validity_window(record: MemoryRecord) -> tuple[datetime | None, datetime | None]:
@@ -94,7 +141,7 @@ def drop_reason(candidate: Candidate, ctx: ReadContext, in_scope: bool) -> DropR
     context's scopes (a traversal the backend made). ``selection_limit`` and
     ``below_min_score`` are decided after ranking, not here.
     """
-    now = ctx.now
+    now, as_of = ctx.now, ctx.known_at
     if candidate.kind not in ctx.kinds:
         return DropReason.KIND_NOT_REQUESTED
     if candidate.tenant != ctx.tenant:
@@ -103,13 +150,16 @@ def drop_reason(candidate: Candidate, ctx: ReadContext, in_scope: bool) -> DropR
         return DropReason.POLICY_MISMATCH
     if candidate.status is not Status.ACTIVE:
         return _STATUS_REASONS[candidate.status]
+    if candidate.known_from is not None and as_of < candidate.known_from:
+        return DropReason.NOT_YET_VALID  # recorded after the read's knowledge time
     if candidate.start is not None and now < candidate.start:
         return DropReason.NOT_YET_VALID
     if candidate.end is not None and now >= candidate.end:
         return DropReason.EXPIRED
-    if candidate.superseded_at is not None and candidate.superseded_at <= now:
+    superseded_at, invalidated_at = candidate.ends_known_at(as_of)
+    if superseded_at is not None and superseded_at <= now:
         return DropReason.SUPERSEDED
-    if candidate.invalidated_at is not None and candidate.invalidated_at <= now:
+    if invalidated_at is not None and invalidated_at <= now:
         return DropReason.INVALIDATED
     if not in_scope:
         return DropReason.SCOPE_MISMATCH

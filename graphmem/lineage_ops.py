@@ -181,7 +181,7 @@ class LineageOps(StoreCore):
         event = AuditEvent(
             tenant=tenant, action="invalidated", record_ids=ids, reason=reason, at=self.clock()
         )
-        self.backend.apply([edge, *cascade, AppendAudit(event=event)])
+        self._apply([edge, *cascade, AppendAudit(event=event)])
 
     # -- consolidation ----------------------------------------------------
 
@@ -490,7 +490,7 @@ class LineageOps(StoreCore):
         )
         ops += timed
         ops.append(AppendAudit(event=event))
-        self.backend.apply(ops)
+        self._apply(ops)
         if erase:
             forget_cached_terms()
         return ForgetReport(

@@ -140,7 +140,7 @@ class WriteGateOps(StoreCore):
             findings=list(decision.findings),
             policy=decision.policy,
         )
-        self.backend.apply([proposed, rejected])
+        self._apply([proposed, rejected])
         return decision
 
     def _write_proposal(
@@ -177,7 +177,7 @@ class WriteGateOps(StoreCore):
                 proposal_id=decision.proposal_id,
                 policy=policy.version,
             )
-            self.backend.apply([proposed, PutRecord(record=merged, replace=True), audit])
+            self._apply([proposed, PutRecord(record=merged, replace=True), audit])
             return outcome
         if taken is not None:
             # The deterministic id belongs to a forgotten record: this is a new memory.
@@ -271,7 +271,7 @@ class WriteGateOps(StoreCore):
                 proposal_id=proposal_id,
             )
         )
-        self.backend.apply(ops)
+        self._apply(ops)
         return record
 
     @transactional
@@ -283,7 +283,7 @@ class WriteGateOps(StoreCore):
         audit = self._audit(
             record.tenant, "rejected", (record.id,), reason, actor=approver, proposal_id=proposal_id
         )
-        self.backend.apply([UpdateRecord(record=record), audit])
+        self._apply([UpdateRecord(record=record), audit])
         return record
 
     # -- conflicts --------------------------------------------------------
@@ -305,7 +305,7 @@ class WriteGateOps(StoreCore):
             )
         contested = record.model_copy(update={"status": Status.CONTESTED})
         audit = self._audit(tenant, "contested", (record_id,), reason, actor=by)
-        self.backend.apply([UpdateRecord(record=contested), audit])
+        self._apply([UpdateRecord(record=contested), audit])
         return contested
 
     @transactional
@@ -339,7 +339,7 @@ class WriteGateOps(StoreCore):
                 AddEdge(tenant=tenant, label="SUPERSEDES", src=winner.id, dst=loser.id, at=now, reason=reason)
             )
         ops.append(self._audit(tenant, "resolved", (winner.id, *losers), reason))
-        self.backend.apply(ops)
+        self._apply(ops)
         return winner.model_copy(update={"status": Status.ACTIVE})
 
     # -- policy versions --------------------------------------------------

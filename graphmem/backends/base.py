@@ -74,7 +74,8 @@ class RelateScopes(GraphmemModel):
 
 class AddEdge(GraphmemModel):
     """A lineage edge that takes effect at ``at``: SUPERSEDES (memory → memory) or
-    INVALIDATED_BY (memory → memory or source)."""
+    INVALIDATED_BY (memory → memory or source). ``recorded`` is when the store learned
+    it (knowledge time); None means known at every time (edges of older stores)."""
 
     op: Literal["add_edge"] = "add_edge"
     tenant: str
@@ -84,6 +85,7 @@ class AddEdge(GraphmemModel):
     dst_is_source: bool = False
     at: AwareDatetime
     reason: str | None = None
+    recorded: AwareDatetime | None = None
 
 
 class AppendAudit(GraphmemModel):
@@ -122,6 +124,7 @@ class LineageEdgeRow:
     type: str
     at: datetime | None
     reason: str | None
+    recorded: datetime | None = None
 
 
 class Backend(Protocol):
