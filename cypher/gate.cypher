@@ -14,7 +14,12 @@
 // -2^63+1 / 2^63-1), 4 sensitivity rank, 5 verified success (1/0), 6 recency
 // in µs, 7 has an embedding (1/0), 8 and 9 the fingerprint's tokens (its
 // first 120 bits as two integers), 10 superseded at and 11 invalidated at in
-// µs (2^63-1 = never). A run scope is in scope only if it is one of
+// µs (2^63-1 = never), 12 the record's knowledge time (created_at) and 13 the
+// latest time one of its SUPERSEDES / INVALIDATED_BY edges was recorded, in µs
+// (-2^63+1 = none; both absent in lists written before knowledge time, which
+// are then known at every time). A read whose knowledge time $as_of is before
+// entry 13 looks at the edges themselves: only those recorded by $as_of count.
+// A run scope is in scope only if it is one of
 // $own_runs. wrong_tenant cannot occur: every candidate is one of the
 // tenant's own edges, and no edge crosses tenants.
 //
@@ -48,10 +53,19 @@ WITH m, id, g, CASE
   WHEN NOT $kind_mask[g[0]] THEN 'kind_not_requested'
   WHEN policy <> $policy THEN 'policy_mismatch'
   WHEN g[1] <> 0 THEN $statuses[g[1]]
+  WHEN $as_of < g[12] THEN 'not_yet_valid'
   WHEN $now < g[2] THEN 'not_yet_valid'
   WHEN $now >= g[3] THEN 'expired'
-  WHEN g[10] <= $now THEN 'superseded'
-  WHEN g[11] <= $now THEN 'invalidated'
+  WHEN CASE WHEN g[13] IS NULL OR $as_of >= g[13] THEN g[10] <= $now
+    ELSE EXISTS {
+      MATCH (m)<-[e:SUPERSEDES]-(:Memory)
+      WHERE e.at <= $now AND (e.recorded IS NULL OR e.recorded <= $as_of)
+    } END THEN 'superseded'
+  WHEN CASE WHEN g[13] IS NULL OR $as_of >= g[13] THEN g[11] <= $now
+    ELSE EXISTS {
+      MATCH (m)-[e:INVALIDATED_BY]->()
+      WHERE e.at <= $now AND (e.recorded IS NULL OR e.recorded <= $as_of)
+    } END THEN 'invalidated'
   WHEN NOT in_scope THEN 'scope_mismatch'
   WHEN g[4] > $clearance_rank THEN 'insufficient_clearance'
   WHEN g[0] = 3 AND g[5] = 0 THEN 'outcome_ineligible'

@@ -1,7 +1,7 @@
 // Create or replace memory records of one tenant ($tenant), grouped by scope
 // like create_records.cypher (same row layout). A replaced record keeps its
-// SUPERSEDES / INVALIDATED_BY effect times in the last two entries of the gate
-// list on its APPLIES_TO edge.
+// SUPERSEDES / INVALIDATED_BY effect times and the latest time one of them was
+// recorded (entries 10, 11 and 13 of the gate list on its APPLIES_TO edge).
 UNWIND $groups AS g
 MERGE (s:Scope {tenant: $tenant, key: g[0]})
   ON CREATE SET s.type = g[1]
@@ -28,7 +28,8 @@ CALL (m, row) {
 }
 MERGE (m)-[r:APPLIES_TO]->(s)
 SET r.tenant = $tenant, r.scope = row[2], r.policy = row[6], r.id = row[0],
-  r.g = row[24] + [coalesce(m.superseded_at, 9223372036854775807), coalesce(m.invalidated_at, 9223372036854775807)]
+  r.g = row[24] + [coalesce(m.superseded_at, 9223372036854775807), coalesce(m.invalidated_at, 9223372036854775807),
+    row[16], coalesce(m.changed_at, -9223372036854775807)]
 FOREACH (source IN row[25] |
   MERGE (x:Source {tenant: $tenant, id: source.id})
   SET x += source

@@ -3,15 +3,17 @@
 // edge work. Each row: 0 id, 1 status, 2 tombstone (JSON or null), 3 content,
 // 4 content_hash, 5 embedding, 6 tags, 7 fingerprint, 8 json (without status
 // and tombstone, so a status change leaves it as it is and Neo4j writes
-// nothing for it), 9 gate list (without the two edge times, which the node
-// keeps) for the record's APPLIES_TO edge.
+// nothing for it), 9 gate list (without the two edge times, the knowledge
+// time and the last change's, which the node keeps) for the record's
+// APPLIES_TO edge.
 UNWIND $rows AS row
 MATCH (m:Memory {tenant: $tenant, id: row[0]})
 SET m.status = row[1], m.tombstone = row[2], m.content = row[3], m.content_hash = row[4],
   m.embedding = row[5], m.tags = row[6], m.fingerprint = row[7], m.json = row[8]
 WITH m, row
 MATCH (m)-[r:APPLIES_TO]->(:Scope)
-SET r.g = row[9] + [coalesce(m.superseded_at, 9223372036854775807), coalesce(m.invalidated_at, 9223372036854775807)]
+SET r.g = row[9] + [coalesce(m.superseded_at, 9223372036854775807), coalesce(m.invalidated_at, 9223372036854775807),
+  m.created_at, coalesce(m.changed_at, -9223372036854775807)]
 ;
 
 // The cited sources' new state (revoked or erased quotes), one map per source.

@@ -283,7 +283,8 @@ class LineageOps(StoreCore):
             root=record_id,
             nodes=tuple(nodes),
             edges=tuple(
-                LineageEdge(src=e.src, dst=e.dst, type=e.type, at=e.at, reason=e.reason) for e in edges
+                LineageEdge(src=e.src, dst=e.dst, type=e.type, at=e.at, reason=e.reason, recorded=e.recorded)
+                for e in edges
             ),
         )
 

@@ -532,6 +532,7 @@ class Neo4jBackend:
             policy=ctx.policy,
             statuses=STATUSES,
             now=micros(ctx.now),
+            as_of=micros(ctx.known_at),
             clearance_rank=ctx.clearance.rank,
             environment=list(ctx.environment),
             fingerprints=fingerprints,
@@ -741,7 +742,14 @@ class Neo4jBackend:
                 source = source_of(row["source"])
                 sources[source.id] = source
             edges.add(
-                LineageEdgeRow(row["src"], row["dst"], row["type"], from_micros(row["at"]), row["reason"])
+                LineageEdgeRow(
+                    row["src"],
+                    row["dst"],
+                    row["type"],
+                    from_micros(row["at"]),
+                    row["reason"],
+                    from_micros(row["recorded"]),
+                )
             )
         for record in self.get_many(tenant, sorted(upstream)):
             memories[record.id] = record
@@ -769,6 +777,7 @@ class Neo4jBackend:
                     dst_is_source=row["dst_is_source"],
                     at=from_micros(row["at"]),
                     reason=row["reason"],
+                    recorded=from_micros(row["recorded"]),
                 )
             )
         edges.sort(key=lambda op: op.model_dump_json())

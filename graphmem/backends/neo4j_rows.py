@@ -245,6 +245,7 @@ def op_row(op: Op) -> tuple[str, str, Any]:
             "dst_is_source": op.dst_is_source,
             "at": micros(op.at),
             "reason": op.reason,
+            "recorded": micros(op.recorded),
         }
         return ("add_supersedes" if op.label == "SUPERSEDES" else "add_invalidated_by"), op.tenant, row
     if isinstance(op, AppendAudit):
