@@ -49,6 +49,9 @@ CALL () {
     WHERE entry.key IN $entry_scopes
   } AS in_scope
 }
+// A record recorded after $as_of was no candidate then (graphmem.gate.unknown_at);
+// asked about by id, it is not_yet_valid.
+WITH m, id, policy, g, in_scope WHERE $record_id IS NOT NULL OR g[12] IS NULL OR g[12] <= $as_of
 WITH m, id, g, CASE
   WHEN NOT $kind_mask[g[0]] THEN 'kind_not_requested'
   WHEN policy <> $policy THEN 'policy_mismatch'

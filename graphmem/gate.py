@@ -13,7 +13,16 @@ from datetime import datetime
 
 from graphmem.model import DropReason, Kind, MemoryRecord, ReadContext, Status
 
-__all__ = ["Candidate", "Change", "GateResult", "drop_reason", "known_ends", "run_gate", "validity_window"]
+__all__ = [
+    "Candidate",
+    "Change",
+    "GateResult",
+    "drop_reason",
+    "known_ends",
+    "run_gate",
+    "unknown_at",
+    "validity_window",
+]
 
 _STATUS_REASONS = {
     Status.PENDING_APPROVAL: DropReason.PENDING_APPROVAL,
@@ -186,11 +195,21 @@ class GateResult:
     survivors: list[tuple[str, str, float, tuple[float, ...] | None]]
 
 
+def unknown_at(candidate: Candidate, as_of: datetime) -> bool:
+    """Whether the store had not recorded the candidate yet at ``as_of``: a recall as of
+    then leaves it out altogether (it was no candidate then), so later writes leave the
+    receipt of an earlier recall as it was; ``explain`` calls it ``not_yet_valid``."""
+    return candidate.known_from is not None and as_of < candidate.known_from
+
+
 def run_gate(candidates: list[tuple[Candidate, bool]], ctx: ReadContext) -> GateResult:
     """The reference gate over (candidate, in_scope) pairs."""
     verdicts: list[tuple[str, str, DropReason | None]] = []
     survivors: list[tuple[str, str, float, tuple[float, ...] | None]] = []
+    as_of = ctx.known_at
     for cand, in_scope in candidates:
+        if unknown_at(cand, as_of):
+            continue
         reason = drop_reason(cand, ctx, in_scope)
         verdicts.append((cand.id, cand.fingerprint, reason))
         if reason is None:

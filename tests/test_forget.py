@@ -50,7 +50,7 @@ def _msg(sid: str, quote: str) -> Source:
 
 def _ctx(tenant: str, now_days: float = 30, **kw: object) -> ReadContext:
     return ReadContext.model_validate(
-        {"tenant": tenant, "scopes": ["user:alice"], "now": T0 + now_days * DAY, **kw}
+        {"tenant": tenant, "scopes": ["user:alice"], "now": T0 + now_days * DAY, "as_of": KNOWN, **kw}
     )
 
 

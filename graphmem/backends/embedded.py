@@ -37,7 +37,7 @@ from graphmem.backends.base import (
 from graphmem.backends.sqlite_check import check_database
 from graphmem.backends.sqlite_engine import DB_NAME, Engine, corrupt_error, record_row, ts
 from graphmem.errors import BackendUnavailable, ConflictError
-from graphmem.gate import Candidate, drop_reason
+from graphmem.gate import Candidate, drop_reason, unknown_at
 from graphmem.gated import Verdicts, ViewGate
 from graphmem.model import (
     AuditEvent,
@@ -697,6 +697,8 @@ class EmbeddedBackend:
                     if cand.changes:
                         times.update(c[1] for c in cand.changes)
                         known.update(c[2] for c in cand.changes if c[2] is not None)
+                    if unknown_at(cand, ctx.known_at):
+                        continue
                     reason = drop_reason(cand, ctx, row[13] in matching)
                     verdicts.append((cand.id, cand.fingerprint, reason))
                     if reason is None:

@@ -73,7 +73,7 @@ def check_database(conn: sqlite3.Connection) -> list[str]:
                 problems.append(f"{label} cycle in tenant {tenant!r}: {' -> '.join(cycle)}")
                 break
     for row in conn.execute(f"SELECT {RECORD_ROW} FROM records"):  # noqa: S608 - a constant column list
-        tenant, rid, fingerprint, body = row[0], row[1], row[7], row[-1]
+        tenant, rid, fingerprint, body = row[0], row[1], row[7], row[16]
         if sha256(body) != fingerprint:
             problems.append(f"fingerprint mismatch: tenant {tenant!r}, record {rid!r}")
             continue
