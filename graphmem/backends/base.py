@@ -111,10 +111,12 @@ class ParentState:
 
 @dataclass(frozen=True, slots=True)
 class Dependent:
-    """A record downstream of a change, with the state of each of its parents."""
+    """A record downstream of a change, with the state of each of its parents and the
+    earliest time it is itself invalidated (None: never)."""
 
     record: MemoryRecord
     parents: tuple[ParentState, ...]
+    invalidated_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

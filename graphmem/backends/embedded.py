@@ -826,7 +826,10 @@ class EmbeddedBackend:
                         (tenant, rid),
                     )
                 )
-                out.append(Dependent(records[rid], parents))
+                (own,) = conn.execute(
+                    "SELECT invalidated_at FROM records WHERE tenant = ? AND id = ?", (tenant, rid)
+                ).fetchone()
+                out.append(Dependent(records[rid], parents, _dt(own)))
         return out
 
     def trace(

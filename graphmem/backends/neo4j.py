@@ -700,8 +700,9 @@ class Neo4jBackend:
                     ParentState(pid, Status(status), from_micros(sup), from_micros(inv))
                     for pid, status, sup, inv in parents
                 ),
+                from_micros(invalidated),
             )
-            for stored, parents in found
+            for stored, parents, invalidated in found
         ]
 
     def related_scopes(self, tenant: str, anchor: str, via: Sequence[str], hops: int) -> set[str]:
