@@ -645,9 +645,10 @@ class MemoryStore(LineageOps, WriteGateOps):
             again, decisions = self._recall_now(ctx, receipt.query, True, receipt.query_embedding)
             if again == receipt:
                 return VerifyResult(status="verified")
-            reasons = {d.record_id: d.reason for d in decisions}
-            gone = sorted(set(receipt.selected_ids) - set(reasons))
-            forgotten = self._forgotten_since(ctx.tenant, ctx.known_at, reasons)
+        reasons = {d.record_id: d.reason for d in decisions}
+        gone = sorted(set(receipt.selected_ids) - set(reasons))
+        # Outside the read: the audit log flushes queued recall events first (a write).
+        forgotten = self._forgotten_since(ctx.tenant, ctx.known_at, reasons)
         if forgotten and not gone:
             return VerifyResult(status="changed_since", forgotten=tuple(forgotten))
         return VerifyResult(status="mismatch", differences=tuple(receipt_differences(receipt, again, gone)))
