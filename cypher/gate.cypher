@@ -52,7 +52,17 @@ CALL () {
 // A record recorded after $as_of was no candidate then (graphmem.gate.unknown_at);
 // asked about by id, it is not_yet_valid.
 WITH m, id, policy, g, in_scope WHERE $record_id IS NOT NULL OR g[12] IS NULL OR g[12] <= $as_of
-WITH m, id, g, CASE
+// A record overwritten after $as_of (approved, contested, resolved, merged) is seen
+// as the version it then had: the first kept version (m.v_until, ...) still held at
+// $as_of replaces the status and fingerprint tokens; a forgotten status
+// ($forgotten codes) holds at every time.
+WITH m, id, policy, g, in_scope, CASE
+  WHEN g[13] IS NOT NULL AND $as_of < g[13] AND NOT g[1] IN $forgotten AND m.v_until IS NOT NULL
+  THEN head([i IN range(0, size(m.v_until) - 1) WHERE m.v_until[i] > $as_of])
+END AS v
+WITH m, id, policy, in_scope, v, CASE WHEN v IS NULL THEN g
+  ELSE g[0..1] + [m.v_status[v]] + g[2..8] + [m.v_tok1[v], m.v_tok2[v]] + g[10..] END AS g
+WITH m, id, g, v, CASE
   WHEN NOT $kind_mask[g[0]] THEN 'kind_not_requested'
   WHEN policy <> $policy THEN 'policy_mismatch'
   WHEN g[1] <> 0 THEN $statuses[g[1]]
@@ -76,7 +86,8 @@ WITH m, id, g, CASE
   ELSE ''
 END AS reason
 RETURN collect(id) AS ids, collect(g[8]) AS first, collect(g[9]) AS second,
-  collect(CASE WHEN $fingerprints THEN m.fingerprint END) AS fingerprints, collect(reason) AS reasons,
+  collect(CASE WHEN $fingerprints THEN CASE WHEN v IS NULL THEN m.fingerprint ELSE m.v_fp[v] END END)
+    AS fingerprints, collect(reason) AS reasons,
   collect(CASE WHEN reason = '' THEN g[6] END) AS recency,
   collect(CASE WHEN $with_content AND reason = '' THEN [m.content, CASE WHEN g[7] = 1 THEN m.embedding END] END)
     AS docs

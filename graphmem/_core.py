@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Concatenate, ParamSpec, Protocol, TypeVar
 
-from graphmem.backends.base import AddEdge, Backend, Op
+from graphmem.backends.base import AddEdge, Backend, Op, PriorVersion
 from graphmem.errors import TransactionConflict
 from graphmem.model import MemoryRecord, ReadContext, Selection, WritePolicy
 
@@ -124,6 +124,10 @@ class StoreCore:
                 for op in ops
             ]
         )
+
+    def _prior(self, record: MemoryRecord) -> PriorVersion:
+        """``record`` as stored now, kept when a change overwrites it (recorded now)."""
+        return PriorVersion(until=self.clock(), status=record.status, fingerprint=record.fingerprint())
 
     if TYPE_CHECKING:
 

@@ -17,6 +17,7 @@ __all__ = [
     "Candidate",
     "Change",
     "GateResult",
+    "Version",
     "drop_reason",
     "known_ends",
     "run_gate",
@@ -32,6 +33,11 @@ _STATUS_REASONS = {
     Status.ERASED: DropReason.ERASED,
 }
 
+
+Version = tuple[datetime, Status, str]
+"""An earlier version of a record: (until when the store held it, its status, its fingerprint)."""
+
+_FORGOTTEN = frozenset({Status.REVOKED, Status.RELEASED, Status.ERASED})
 
 Change = tuple[bool, datetime, datetime | None]
 """A lineage change to a record: (a supersession, else an invalidation; when it takes
@@ -61,8 +67,9 @@ class Candidate:
     ``SUPERSEDES`` / ``INVALIDATED_BY`` edge took effect; ``start``/``end`` are
     the validity window (see ``validity_window``); ``known_from`` is when the store
     recorded the record (its ``created_at``) and ``changed_at`` the latest recorded time
-    of its supersessions and invalidations: a read whose knowledge time is earlier needs
-    ``changes`` (every such change) to see them as they were then. ``recency`` (valid from,
+    of its supersessions, invalidations and overwrites: a read whose knowledge time is
+    earlier needs ``changes`` (every such change) and ``versions`` (the versions it
+    replaced) to see the record as it was then. ``recency`` (valid from,
     else event time, else creation, as a timestamp) breaks ranking ties. The
     gate's inputs are copied into the candidate's own slots so that checking a
     thousand candidates touches a thousand small objects, not every record's
@@ -87,6 +94,7 @@ class Candidate:
     known_from: datetime | None = None
     changed_at: datetime | None = None
     changes: tuple[Change, ...] | None = None
+    versions: tuple[Version, ...] = ()
 
     @classmethod
     def of(
@@ -95,13 +103,15 @@ class Candidate:
         superseded_at: datetime | None = None,
         invalidated_at: datetime | None = None,
         changes: Iterable[Change] | None = None,
+        versions: Iterable[Version] = (),
     ) -> Candidate:
         """The candidate of ``record``: given every lineage change to it (``changes``), or
         only the earliest effect times of its supersessions and invalidations (known always)."""
         held = None if changes is None else tuple(changes)
         if held is not None:
             superseded_at, invalidated_at = known_ends(((c[0], c[1], None) for c in held), record.created_at)
-        recorded = [c[2] for c in held or () if c[2] is not None]
+        kept = tuple(sorted(versions))
+        recorded = [c[2] for c in held or () if c[2] is not None] + [v[0] for v in kept]
         start, end = validity_window(record)
         recency = (record.valid_from or record.event_time or record.created_at).timestamp()
         return cls(
@@ -123,13 +133,24 @@ class Candidate:
             record.created_at,
             max(recorded, default=None),
             held,
+            kept,
         )
+
+    def version_at(self, as_of: datetime) -> tuple[Status, str]:
+        """(status, fingerprint) as the store held them at ``as_of``; forgetting holds always."""
+        if self.changed_at is None or as_of >= self.changed_at or self.status in _FORGOTTEN:
+            return self.status, self.fingerprint
+        for until, status, fingerprint in self.versions:  # oldest first
+            if until > as_of:
+                return status, fingerprint
+        return self.status, self.fingerprint
 
     def ends_known_at(self, as_of: datetime) -> tuple[datetime | None, datetime | None]:
         """(superseded at, invalidated at) as the store knew them at ``as_of``."""
         if self.changed_at is None or as_of >= self.changed_at:
             return self.superseded_at, self.invalidated_at
-        assert self.changes is not None, "a replay before a change needs the record's changes"
+        if self.changes is None:  # a backend leaves them out when only versions changed since
+            return self.superseded_at, self.invalidated_at
         return known_ends(self.changes, as_of)
 
 
@@ -157,8 +178,9 @@ def drop_reason(candidate: Candidate, ctx: ReadContext, in_scope: bool) -> DropR
         return DropReason.WRONG_TENANT
     if candidate.policy != ctx.policy:
         return DropReason.POLICY_MISMATCH
-    if candidate.status is not Status.ACTIVE:
-        return _STATUS_REASONS[candidate.status]
+    status = candidate.version_at(as_of)[0]
+    if status is not Status.ACTIVE:
+        return _STATUS_REASONS[status]
     if candidate.known_from is not None and as_of < candidate.known_from:
         return DropReason.NOT_YET_VALID  # recorded after the read's knowledge time
     if candidate.start is not None and now < candidate.start:
@@ -211,7 +233,7 @@ def run_gate(candidates: list[tuple[Candidate, bool]], ctx: ReadContext) -> Gate
         if unknown_at(cand, as_of):
             continue
         reason = drop_reason(cand, ctx, in_scope)
-        verdicts.append((cand.id, cand.fingerprint, reason))
+        verdicts.append((cand.id, cand.version_at(as_of)[1], reason))
         if reason is None:
             record = cand.record
             assert record is not None, "the reference gate runs over whole records"

@@ -23,7 +23,10 @@ from graphmem import (
     MemoryStore,
     ReadContext,
     Source,
+    Trust,
     VerifyResult,
+    WriteProposal,
+    WriteReason,
 )
 from graphmem.backends.embedded import EmbeddedBackend
 from graphmem.backends.sqlite_engine import DB_NAME, FORMAT
@@ -225,3 +228,85 @@ def test_a_format_2_store_is_migrated_in_place(tmp_path: Path, tenant: str) -> N
     conn = sqlite3.connect(path / DB_NAME)
     assert conn.execute("PRAGMA user_version").fetchone()[0] == FORMAT == 3
     conn.close()
+
+
+# -- overwrites: approvals, contests and their resolution, merged sources -----------------
+
+
+def proposal(tenant: str, content: str, source: str, **fields: object) -> WriteProposal:
+    base: dict[str, object] = {
+        "tenant": tenant,
+        "kind": Kind.SEMANTIC,
+        "scope": SCOPE,
+        "content": content,
+        "valid_from": T0,
+        "sources": (Source(id=source, type="message", trust=Trust.TRUSTED),),
+        "proposed_by": "agent-7",
+    }
+    base.update(fields)
+    return WriteProposal.model_validate(base)
+
+
+def test_merged_sources_leave_an_earlier_receipt_verified(
+    timed: MemoryStore, clock: Clock, tenant: str
+) -> None:
+    first = timed.propose(
+        proposal(tenant, "Capture timeouts are retried once.", "msg-1"), source_trust=Trust.TRUSTED
+    )
+    assert first.record_id is not None
+    clock.at = day(10)
+    then = ctx(tenant, 10)
+    receipt = timed.recall(then, "capture").receipt
+    clock.at = day(20)
+    again = timed.propose(
+        proposal(tenant, "Capture timeouts are retried once.", "msg-2"), source_trust=Trust.TRUSTED
+    )
+    assert (again.reason, again.record_id) == (WriteReason.DUPLICATE_MERGED, first.record_id)
+    assert timed.verify(receipt, then)
+    now = timed.recall(ctx(tenant, 10, as_of=20), "capture").receipt
+    assert now.candidates_digest != receipt.candidates_digest  # as of day 20: the merged version
+
+
+def test_an_approval_counts_from_when_it_was_recorded(timed: MemoryStore, clock: Clock, tenant: str) -> None:
+    broad = timed.propose(proposal(tenant, "All captures are retried once.", "msg-1", scope="tenant:acme"))
+    assert broad.record_id is not None
+    wide = ReadContext(tenant=tenant, scopes=("tenant:acme",), now=day(10))
+    receipt = timed.recall(wide, "captures").receipt
+    clock.at = day(20)
+    timed.approve(tenant, broad.proposal_id, approver="ops-lead")
+    assert timed.explain(wide, broad.record_id).reason is DropReason.PENDING_APPROVAL
+    assert timed.explain(wide.model_copy(update={"as_of": day(20)}), broad.record_id).reason is None
+    assert timed.verify(receipt, wide)
+
+
+def test_a_contest_and_its_resolution_count_from_when_they_were_recorded(
+    timed: MemoryStore, clock: Clock, tenant: str
+) -> None:
+    email = timed.propose(
+        proposal(tenant, "Alice prefers email.", "msg-1", subject="user:alice/channel"),
+        source_trust=Trust.TRUSTED,
+    )
+    assert email.record_id is not None
+    clock.at = day(10)
+    then = ctx(tenant, 10)
+    receipt = timed.recall(then, "prefers").receipt
+    assert receipt.selected_ids == (email.record_id,)
+    clock.at = day(12)
+    phone = timed.propose(
+        proposal(tenant, "Alice prefers phone calls.", "msg-2", subject="user:alice/channel"),
+        source_trust=Trust.TRUSTED,
+    )
+    assert phone.record_id is not None
+    clock.at = day(20)
+    timed.resolve(tenant, email.record_id, winner_id=phone.record_id, reason="Alice confirmed phone")
+    assert reason(timed, ctx(tenant, 15, as_of=15), email.record_id) is DropReason.CONTESTED
+    assert reason(timed, ctx(tenant, 25, as_of=25), email.record_id) is DropReason.SUPERSEDED
+    assert reason(timed, ctx(tenant, 25, as_of=25), phone.record_id) is None
+    assert timed.verify(receipt, then)
+    timed.forget(
+        ForgetRequest(
+            tenant=tenant, target=email.record_id, mode=ForgetMode.ERASE, reason="gdpr", requested_by="u"
+        )
+    )
+    assert reason(timed, ctx(tenant, 15, as_of=15), email.record_id) is DropReason.ERASED
+    assert timed.verify(receipt, then).forgotten == (email.record_id,)

@@ -10,7 +10,18 @@ from datetime import datetime, timedelta
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from graphmem import ForgetMode, ForgetRequest, Kind, MemoryRecord, MemoryStore, ReadContext, Receipt, Source
+from graphmem import (
+    ForgetMode,
+    ForgetRequest,
+    Kind,
+    MemoryRecord,
+    MemoryStore,
+    ReadContext,
+    Receipt,
+    Source,
+    Trust,
+    WriteProposal,
+)
 from graphmem.model.canonical import canonical_json, sha256
 from tests.conftest import T0
 from tests.test_knowledge_time import Clock, delete_behind_the_store
@@ -75,13 +86,31 @@ def _later_writes(timed: MemoryStore, clock: Clock, tenant: str, rng: random.Ran
     for k in range(rng.randint(1, 8)):
         clock.at = THEN + (k + 1) * DAY
         ids = [r.id for r in timed.backend.all_records(tenant) if r.status.value == "active"]
-        action = rng.choice(["add", "add", "supersede", "invalidate"])
+        action = rng.choice(["add", "add", "supersede", "invalidate", "merge", "contest"])
         if action == "add" or not ids:
             timed.add(_record(rng, tenant, f"n{k}", clock.at))
             continue
         target = timed.get(tenant, rng.choice(ids))
         assert target is not None
-        if action == "supersede":
+        if action == "merge":
+            # A duplicate proposal: the stored record gains a source (a new version of it).
+            timed.propose(
+                WriteProposal(
+                    tenant=tenant,
+                    kind=target.kind,
+                    scope=target.scope,
+                    content=target.content,
+                    event_time=target.event_time,
+                    valid_from=target.valid_from,
+                    outcome=target.outcome,
+                    sources=(Source(id=f"dup-{k}", trust=Trust.TRUSTED),),
+                    proposed_by="agent",
+                ),
+                source_trust=Trust.TRUSTED,
+            )
+        elif action == "contest":
+            timed.contest(tenant, target.id, by="agent", reason="disputed")
+        elif action == "supersede":
             if any(
                 e.type == "SUPERSEDES" and e.dst == target.id for e in timed.trace(tenant, target.id, 0).edges
             ):

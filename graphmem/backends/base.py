@@ -33,6 +33,7 @@ __all__ = [
     "AppendAudit",
     "Backend",
     "Op",
+    "PriorVersion",
     "PutRecord",
     "RelateScopes",
     "ScopeWithin",
@@ -40,21 +41,35 @@ __all__ = [
 ]
 
 
+class PriorVersion(GraphmemModel):
+    """The version of a record an overwrite replaces, kept so that a replay as of an earlier
+    knowledge time sees the record as it was: its status and fingerprint until ``until``,
+    when the store recorded the change (an approval, a contest or its resolution, merged
+    sources). Forgetting keeps none: it holds at every time, and an erase removes them."""
+
+    until: AwareDatetime
+    status: Status
+    fingerprint: str
+
+
 class PutRecord(GraphmemModel):
     """Create a record node with its APPLIES_TO, CITES and DERIVED_FROM edges, or, with
-    ``replace``, overwrite a stored one. Creating an id that exists is a ``ConflictError``."""
+    ``replace``, overwrite a stored one (keeping ``prior``, if given, for replays).
+    Creating an id that exists is a ``ConflictError``."""
 
     op: Literal["put_record"] = "put_record"
     record: MemoryRecord
     replace: bool = False
+    prior: PriorVersion | None = None
 
 
 class UpdateRecord(GraphmemModel):
     """Overwrite a stored record whose scope, sources and parents are unchanged
-    (status changes, erasure): no edge is touched."""
+    (status changes, erasure): no edge is touched. ``prior`` as for ``PutRecord``."""
 
     op: Literal["update_record"] = "update_record"
     record: MemoryRecord
+    prior: PriorVersion | None = None
 
 
 class ScopeWithin(GraphmemModel):

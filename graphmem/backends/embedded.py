@@ -300,6 +300,7 @@ class EmbeddedBackend:
                 replacing = False
                 for op in ops:
                     if isinstance(op, PutRecord | UpdateRecord):
+                        self._keep_version(conn, op)
                         replace = isinstance(op, UpdateRecord) or op.replace
                         if batch and replace != replacing:
                             self._put_records(conn, batch, replacing)
@@ -324,6 +325,28 @@ class EmbeddedBackend:
             conn.execute("RELEASE apply")
             if erased:
                 self.engine.after(lambda: self._after_erase(erased))
+
+    @staticmethod
+    def _keep_version(conn: sqlite3.Connection, op: PutRecord | UpdateRecord) -> None:
+        """Keep the version ``op`` replaces (if it names one); an erase removes every kept one."""
+        record = op.record
+        if record.status is Status.ERASED:
+            conn.execute("DELETE FROM versions WHERE tenant = ? AND id = ?", (record.tenant, record.id))
+            return
+        prior = op.prior
+        if prior is None or prior.fingerprint == record.fingerprint():
+            return
+        until = ts(prior.until)
+        conn.execute(
+            "INSERT INTO versions (tenant, id, until, status, fingerprint) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (tenant, id, until) DO NOTHING",
+            (record.tenant, record.id, until, prior.status.value, prior.fingerprint),
+        )
+        conn.execute(
+            "UPDATE records SET changed_at = ?1 WHERE tenant = ?2 AND id = ?3 "
+            "AND (changed_at IS NULL OR changed_at < ?1)",
+            (until, record.tenant, record.id),
+        )
 
     def _after_erase(self, tenants: set[str]) -> None:
         """Once the erase has committed: erased text leaves the gate memo (a reader may have
@@ -697,10 +720,11 @@ class EmbeddedBackend:
                     if cand.changes:
                         times.update(c[1] for c in cand.changes)
                         known.update(c[2] for c in cand.changes if c[2] is not None)
+                    known.update(v[0] for v in cand.versions)
                     if unknown_at(cand, ctx.known_at):
                         continue
                     reason = drop_reason(cand, ctx, row[13] in matching)
-                    verdicts.append((cand.id, cand.fingerprint, reason))
+                    verdicts.append((cand.id, cand.version_at(ctx.known_at)[1], reason))
                     if reason is None:
                         emb = row[15]
                         survivors.append(
@@ -722,12 +746,14 @@ class EmbeddedBackend:
         (rid, fingerprint, kind, policy, status, start, stop, recency, sens, ok, pre, sup, inv, *_) = row
         known_from, changed_at = row[16], row[17]
         changes = None
+        versions: tuple[tuple[datetime, Status, str], ...] = ()
         try:
             if changed_at is not None and as_of < datetime.fromisoformat(changed_at):
                 changes = tuple(
                     (bool(is_sup), datetime.fromisoformat(at), _dt(rec))
                     for is_sup, at, rec in conn.execute(_CHANGES, (tenant, rid))
                 )
+                versions = self._versions(conn, tenant, rid)
             return Candidate(
                 None,
                 _dt(sup),
@@ -747,9 +773,22 @@ class EmbeddedBackend:
                 _dt(known_from),
                 _dt(changed_at),
                 changes,
+                versions,
             )
         except (KeyError, ValueError, TypeError) as err:
             raise corrupt_error(str(self.engine.path), err) from None
+
+    @staticmethod
+    def _versions(
+        conn: sqlite3.Connection, tenant: str, rid: str
+    ) -> tuple[tuple[datetime, Status, str], ...]:
+        return tuple(
+            (datetime.fromisoformat(until), _STATUSES[status], fingerprint)
+            for until, status, fingerprint in conn.execute(
+                "SELECT until, status, fingerprint FROM versions WHERE tenant = ? AND id = ? ORDER BY until",
+                (tenant, rid),
+            )
+        )
 
     def candidates(self, ctx: ReadContext) -> list[tuple[Candidate, bool]]:
         """Every candidate of ``ctx`` built from its whole record, with whether it is in scope:
@@ -762,7 +801,10 @@ class EmbeddedBackend:
                     (bool(is_sup), datetime.fromisoformat(at), _dt(rec))
                     for is_sup, at, rec in conn.execute(_CHANGES, (ctx.tenant, record.id))
                 ]
-                out.append((Candidate.of(record, changes=changes), record.scope in matching))
+                versions = self._versions(conn, ctx.tenant, record.id)
+                out.append(
+                    (Candidate.of(record, changes=changes, versions=versions), record.scope in matching)
+                )
         return out
 
     def gate_one(self, ctx: ReadContext, record_id: str) -> tuple[str, DropReason | None] | None:
@@ -774,7 +816,7 @@ class EmbeddedBackend:
                 return None
             _, matching, _ = self._reach(conn, ctx)
             cand = self._candidate(ctx.tenant, row, conn, ctx.known_at)
-        return cand.fingerprint, drop_reason(cand, ctx, row[13] in matching)
+        return cand.version_at(ctx.known_at)[1], drop_reason(cand, ctx, row[13] in matching)
 
     def recalled(
         self, tenant: str, record_ids: Sequence[str], audit: AuditEvent | None

@@ -71,6 +71,8 @@ SCHEMA_VERSION = 4
 #: Records whose text (content, embedding) a backend keeps for ranking, by default.
 DOC_CACHE = 200_000
 _REASONS: dict[str, DropReason | None] = {"": None, **{r.value: r for r in DropReason}}
+#: The gate list's codes of the statuses forgetting sets: they hold at every knowledge time.
+_FORGOTTEN_CODES = [STATUSES.index(s.value) for s in (Status.REVOKED, Status.RELEASED, Status.ERASED)]
 #: Pauses between attempts of a read that failed in a retryable way.
 _READ_PAUSES = (0.05, 0.2, 1.0)
 #: Failures the driver reports from the server or the connection, releasing the
@@ -533,6 +535,7 @@ class Neo4jBackend:
             statuses=STATUSES,
             now=micros(ctx.now),
             as_of=micros(ctx.known_at),
+            forgotten=_FORGOTTEN_CODES,
             clearance_rank=ctx.clearance.rank,
             environment=list(ctx.environment),
             fingerprints=fingerprints,

@@ -21,6 +21,7 @@ from graphmem.backends.base import (
     AddEdge,
     AppendAudit,
     Op,
+    PriorVersion,
     PutRecord,
     RelateScopes,
     ScopeWithin,
@@ -198,6 +199,22 @@ def _record_row(record: MemoryRecord) -> list[Any]:
     ]
 
 
+def _prior_row(record: MemoryRecord, prior: PriorVersion | None) -> list[Any] | None:
+    """The version an overwrite keeps, as the statements read it: [until in µs, status code,
+    fingerprint, its two tokens]; None when it keeps none (or nothing changed)."""
+    if prior is None or record.status is Status.ERASED:
+        return None
+    fingerprint = _stored(record)[1]
+    if prior.fingerprint == fingerprint:
+        return None
+    return [
+        micros(prior.until),
+        _STATUS_CODE[prior.status],
+        prior.fingerprint,
+        *fingerprint_tokens(prior.fingerprint),
+    ]
+
+
 def _update_row(record: MemoryRecord) -> list[Any]:
     """What an UpdateRecord may change: status, and what erasure removes (update_records.cypher)."""
     text, fingerprint, tombstone = _stored(record)
@@ -218,9 +235,9 @@ def _update_row(record: MemoryRecord) -> list[Any]:
 def op_row(op: Op) -> tuple[str, str, Any]:
     """(statement file, tenant, row) of one operation."""
     if isinstance(op, PutRecord):
-        return ("put_records" if op.replace else "create_records"), op.record.tenant, op.record
+        return ("put_records" if op.replace else "create_records"), op.record.tenant, (op.record, op.prior)
     if isinstance(op, UpdateRecord):
-        return "update_records", op.record.tenant, op.record
+        return "update_records", op.record.tenant, (op.record, op.prior)
     if isinstance(op, ScopeWithin):
         row: dict[str, Any] = {
             "child": op.child,
@@ -268,18 +285,18 @@ def _chunk_params(name: str, rows: list[Any]) -> Iterator[dict[str, Any]]:
         chunk = rows[i : i + _BATCH]
         if name in ("create_records", "put_records"):
             groups: dict[str, list[Any]] = {}
-            for record in chunk:
+            for record, prior in chunk:
                 group = groups.get(record.scope)
                 if group is None:
                     group = groups[record.scope] = [record.scope, scope_type(record.scope), []]
-                group[2].append(_record_row(record))
-            lineage = [[r.id, parent] for r in chunk for parent in r.derived_from]
+                group[2].append([*_record_row(record), _prior_row(record, prior)])
+            lineage = [[r.id, parent] for r, _ in chunk for parent in r.derived_from]
             yield {"groups": list(groups.values()), "lineage": lineage}
         elif name == "update_records":
             yield {
-                "rows": [_update_row(record) for record in chunk],
+                "rows": [[*_update_row(record), _prior_row(record, prior)] for record, prior in chunk],
                 # One update per source: records citing the same source carry the same state.
-                "sources": _sources({s.id: s for record in chunk for s in record.sources}.values()),
+                "sources": _sources({s.id: s for record, _ in chunk for s in record.sources}.values()),
             }
         else:
             yield {"rows": chunk}

@@ -31,8 +31,8 @@ __all__ = ["DB_NAME", "FORMAT", "RECORD_ROW", "Engine", "corrupt_error", "record
 DB_NAME = "graphmem.sqlite3"
 FORMAT = 3
 """The store format: 0.1 stores (snapshot + journal) were format 1; format 2 had no
-knowledge times (records' ``known_from`` and ``changed_at``, lineage's ``recorded``),
-and is migrated in place when opened."""
+knowledge times (records' ``known_from`` and ``changed_at``, lineage's ``recorded``,
+the ``versions`` table), and is migrated in place when opened."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -88,6 +88,12 @@ CREATE TABLE IF NOT EXISTS lineage (
     PRIMARY KEY (tenant, src, label, dst, dst_is_source)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS lineage_dst ON lineage (tenant, dst, label);
+-- Earlier versions of overwritten records (status and fingerprint until a recorded change),
+-- for replays as of an earlier knowledge time.
+CREATE TABLE IF NOT EXISTS versions (
+    tenant TEXT NOT NULL, id TEXT NOT NULL, until TEXT NOT NULL, status TEXT NOT NULL,
+    fingerprint TEXT NOT NULL, PRIMARY KEY (tenant, id, until)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS audit (
     seq INTEGER PRIMARY KEY, tenant TEXT NOT NULL, at_us INTEGER NOT NULL, body TEXT NOT NULL
 );
@@ -222,6 +228,11 @@ class Engine:
                 conn.execute("ALTER TABLE records ADD COLUMN known_from TEXT")
                 conn.execute("ALTER TABLE records ADD COLUMN changed_at TEXT")
                 conn.execute("ALTER TABLE lineage ADD COLUMN recorded TEXT")
+                conn.execute(
+                    "CREATE TABLE IF NOT EXISTS versions (tenant TEXT NOT NULL, id TEXT NOT NULL, "
+                    "until TEXT NOT NULL, status TEXT NOT NULL, fingerprint TEXT NOT NULL, "
+                    "PRIMARY KEY (tenant, id, until)) WITHOUT ROWID"
+                )
                 rows = conn.execute("SELECT rowid, body FROM records").fetchall()
                 conn.executemany(
                     "UPDATE records SET known_from = ? WHERE rowid = ?",
