@@ -20,7 +20,11 @@ WITH row, record, cause, CASE WHEN record IS NULL OR cause IS NULL THEN 'unknown
 CALL (row, record, cause, refused) {
   WITH row, record, cause WHERE refused IS NULL
   MERGE (record)-[e:INVALIDATED_BY]->(cause)
-  SET e.at = row.at, e.reason = row.reason, e.recorded = row.recorded
+  // The same edge again keeps its earliest effect, as record.invalidated_at does.
+  WITH row, record, e, e.at IS NULL OR row.at < e.at AS earlier
+  SET e.reason = CASE WHEN earlier THEN row.reason ELSE e.reason END,
+    e.recorded = CASE WHEN earlier THEN row.recorded ELSE e.recorded END,
+    e.at = CASE WHEN earlier THEN row.at ELSE e.at END
   SET record.invalidated_at = CASE
     WHEN record.invalidated_at IS NULL OR row.at < record.invalidated_at THEN row.at
     ELSE record.invalidated_at END,

@@ -17,7 +17,11 @@ WITH row, newer, older, CASE
 CALL (row, newer, older, refused) {
   WITH row, newer, older WHERE refused IS NULL
   MERGE (newer)-[e:SUPERSEDES]->(older)
-  SET e.at = row.at, e.reason = row.reason, e.recorded = row.recorded
+  // The same edge again keeps its earliest effect, as older.superseded_at does.
+  WITH row, older, e, e.at IS NULL OR row.at < e.at AS earlier
+  SET e.reason = CASE WHEN earlier THEN row.reason ELSE e.reason END,
+    e.recorded = CASE WHEN earlier THEN row.recorded ELSE e.recorded END,
+    e.at = CASE WHEN earlier THEN row.at ELSE e.at END
   SET older.superseded_at = CASE
     WHEN older.superseded_at IS NULL OR row.at < older.superseded_at THEN row.at
     ELSE older.superseded_at END,

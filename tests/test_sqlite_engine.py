@@ -61,6 +61,8 @@ def _filled(path: Path, tenant: str, n: int = 50) -> None:
 
 def _read_everything(path: Path, tenant: str) -> None:
     with MemoryStore.embedded(path) as store:
+        # The check reads every page, those of tables only replays read (kept versions) too.
+        store.backend.check()
         store.backend.all_records(tenant)
         store.recall(
             ReadContext(as_of=KNOWN, tenant=tenant, scopes=["case:c1"], now=T0.replace(day=2)), "payment"

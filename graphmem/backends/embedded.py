@@ -437,8 +437,11 @@ class EmbeddedBackend:
         conn.execute(
             "INSERT INTO lineage (tenant, label, src, dst, dst_is_source, at, reason, recorded, seq) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(seq), 0) + 1 FROM lineage)) "
-            "ON CONFLICT (tenant, src, label, dst, dst_is_source) DO UPDATE SET at = excluded.at, "
-            "reason = excluded.reason, recorded = excluded.recorded",
+            # The same edge again keeps its earliest effect (the records' columns keep the minimum).
+            "ON CONFLICT (tenant, src, label, dst, dst_is_source) DO UPDATE SET "
+            "reason = CASE WHEN excluded.at < at THEN excluded.reason ELSE reason END, "
+            "recorded = CASE WHEN excluded.at < at THEN excluded.recorded ELSE recorded END, "
+            "at = min(at, excluded.at)",
             (op.tenant, op.label, op.src, op.dst, int(op.dst_is_source), at, op.reason, recorded),
         )
         if recorded is not None:

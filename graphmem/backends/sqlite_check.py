@@ -59,7 +59,10 @@ def check_database(conn: sqlite3.Connection) -> list[str]:
 
     Edges cannot cross tenants here: each row holds one tenant and both ends are looked up in it.
     """
-    problems = [f"sqlite: {msg}" for (msg,) in conn.execute("PRAGMA integrity_check") if msg != "ok"]
+    try:
+        problems = [f"sqlite: {msg}" for (msg,) in conn.execute("PRAGMA integrity_check") if msg != "ok"]
+    except sqlite3.DatabaseError as err:  # a page so damaged that the check itself stops
+        return [f"sqlite: {err}"]
     if problems:
         return problems
     for what, sql in _DANGLING.items():
