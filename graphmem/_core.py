@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import TYPE_CHECKING, Concatenate, ParamSpec, Protocol, TypeVar
+from typing import TYPE_CHECKING, Concatenate, Literal, ParamSpec, Protocol, TypeVar
 
 from graphmem.backends.base import AddEdge, Backend, Op, PriorVersion
 from graphmem.errors import TransactionConflict
@@ -109,7 +109,7 @@ class StoreCore:
     clock: Callable[[], datetime]
     min_support: int
     write_policy: WritePolicy
-    audit_recalls: bool
+    audit_recalls: bool | Literal["sync"]
     max_query_chars: int
 
     def _apply(self, ops: Sequence[Op]) -> None:

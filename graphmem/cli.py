@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from click.core import ParameterSource
 from rich.console import Console
 from rich.table import Table
 
@@ -280,7 +282,20 @@ def audit(ctx: click.Context, tenant: str, record_id: str | None, since: Any, as
 @click.option(
     "--principal", required=True, help="Who the agent acts as: proposer of memories, requester of forgets."
 )
-@click.option("--scope", "scopes", multiple=True, help="A default read scope, e.g. user:alice (repeatable).")
+@click.option(
+    "--store",
+    "store_uri",
+    default=None,
+    help="Where the memory lives (as graphmem --store). Default: graphmem --store or GRAPHMEM_STORE "
+    "if given, else a file store in the user-data directory; printed at start.",
+)
+@click.option(
+    "--scope",
+    "scopes",
+    multiple=True,
+    help="A scope the agent may read and write, e.g. user:alice, or a prefix such as run:* "
+    "(repeatable; default: every scope). Reads naming no scope use the exact ones.",
+)
 @click.option(
     "--env", "environment", multiple=True, help="A capability of the agent's environment (repeatable)."
 )
@@ -297,12 +312,40 @@ def audit(ctx: click.Context, tenant: str, record_id: str | None, since: Any, as
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="HTTP: address to bind.")
 @click.option("--port", type=int, default=8765, show_default=True, help="HTTP: port to bind.")
-@click.option("--allow-remote", is_flag=True, help="HTTP: allow a non-loopback address (no authentication!).")
+@click.option(
+    "--token-file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="HTTP: a file holding the bearer token clients must send (else env GRAPHMEM_MCP_TOKEN).",
+)
+@click.option("--no-auth", is_flag=True, help="HTTP: serve without a token, on a loopback address only.")
+@click.option(
+    "--oauth-issuer",
+    default=None,
+    help="HTTP: the OAuth 2.1 authorization server that issues access tokens for this server.",
+)
+@click.option(
+    "--oauth-introspection",
+    default=None,
+    help="HTTP: its RFC 7662 introspection endpoint (client credentials from env "
+    "GRAPHMEM_MCP_CLIENT_ID / GRAPHMEM_MCP_CLIENT_SECRET).",
+)
+@click.option(
+    "--resource-url",
+    default=None,
+    help="HTTP with OAuth: this endpoint's public URL, e.g. https://mem.example.com/mcp "
+    "(the tokens' audience).",
+)
+@click.option(
+    "--oauth-scope", "oauth_scopes", multiple=True, help="HTTP with OAuth: a scope every token must carry."
+)
+@click.option("--database", default=None, help="Neo4j database (default: the server's).")
 @click.pass_context
 def serve_mcp(
     ctx: click.Context,
     tenant: str,
     principal: str,
+    store_uri: str | None,
     scopes: tuple[str, ...],
     environment: tuple[str, ...],
     clearance: str,
@@ -310,27 +353,57 @@ def serve_mcp(
     transport: str,
     host: str,
     port: int,
-    allow_remote: bool,
+    token_file: str | None,
+    no_auth: bool,
+    oauth_issuer: str | None,
+    oauth_introspection: str | None,
+    resource_url: str | None,
+    oauth_scopes: tuple[str, ...],
+    database: str | None,
 ) -> None:
-    """Serve memory to an agent over MCP (stdio or streamable HTTP), for one tenant and principal."""
+    """Serve memory to an agent over MCP (stdio or streamable HTTP), for one tenant and principal.
+    Streamable HTTP requires a bearer token (--token-file or GRAPHMEM_MCP_TOKEN) unless --no-auth."""
     try:
+        from graphmem.integrations import mcp_auth
         from graphmem.integrations.mcp_server import run
     except ImportError as err:
         raise click.ClickException(f"{err}; install graphmem[mcp]") from err
-    options = ctx.find_root().obj or {"uri": "memory://", "auth": None}
+    root = ctx.find_root()
+    options = root.obj or {"uri": "memory://", "auth": None}
+    if store_uri is None and root.get_parameter_source("store_uri") not in (None, ParameterSource.DEFAULT):
+        store_uri = options["uri"]
+    http = transport == "streamable-http"
+    verifier, http_auth = None, None
+    if oauth_issuer or oauth_introspection or resource_url:
+        if not (oauth_issuer and oauth_introspection and resource_url):
+            raise click.UsageError("OAuth needs --oauth-issuer, --oauth-introspection and --resource-url")
+        http_auth = mcp_auth.oauth_auth(oauth_issuer, resource_url, oauth_scopes)
+        verifier = mcp_auth.IntrospectionTokenVerifier(
+            oauth_introspection,
+            resource_url,
+            client_id=os.environ.get(mcp_auth.CLIENT_ID_ENV),
+            client_secret=os.environ.get(mcp_auth.CLIENT_SECRET_ENV),
+        )
+    token = mcp_auth.load_token(token_file) if http else None
+    if token and token_file is not None and os.name == "posix" and os.stat(token_file).st_mode & 0o077:
+        click.echo(f"warning: {token_file} is readable by other users; chmod 600 it", err=True)
     run(
-        options["uri"],
+        store_uri,
         tenant,
         principal,
-        transport="stdio" if transport == "stdio" else "streamable-http",
+        transport="streamable-http" if http else "stdio",
         host=host,
         port=port,
         auth=options["auth"],
-        default_scopes=scopes,
+        allowed_scopes=scopes or None,
         environment=environment,
         clearance=Sensitivity(clearance),
         source_trust=Trust.TRUSTED if trust_sources else Trust.UNTRUSTED,
-        allow_remote=allow_remote,
+        database=database,
+        token=token,
+        no_auth=no_auth,
+        token_verifier=verifier,
+        http_auth=http_auth,
     )
 
 
@@ -502,6 +575,14 @@ def _workload_names(values: tuple[str, ...]) -> tuple[str, ...]:
 )
 @click.option("--forget-mode", type=click.Choice(["revoke", "erase"]), default="revoke", show_default=True)
 @click.option(
+    "--corpus",
+    type=click.Choice(["natural", "tokens"]),
+    default="natural",
+    show_default=True,
+    help="The records' and questions' text: plain-language notes and questions, or uniform random "
+    "tokens (the corpus of the first published figures).",
+)
+@click.option(
     "--naive-k",
     "naive_ks",
     type=click.IntRange(min=1),
@@ -560,6 +641,7 @@ def bench(
     budget: float,
     cascades: tuple[int, ...],
     forget_mode: str,
+    corpus: str,
     naive_ks: tuple[int, ...],
     mixed_ops: int,
     launch: bool,
@@ -598,6 +680,7 @@ def bench(
         budget_s=budget,
         forget_mode=ForgetMode(forget_mode),
         mixed_ops=mixed_ops,
+        corpus=corpus,
     )
     if cascades:
         base = dataclasses.replace(base, cascades=cascades)

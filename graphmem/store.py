@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Literal, Self
 from urllib.parse import unquote, urlparse
 
 from graphmem._args import (
@@ -160,8 +160,13 @@ def _check_store_options(options: dict[str, Any]) -> None:
         check_int(options["min_support"], "min_support", low=0, high=1_000_000)
     if options.get("write_policy") is not None:
         check_instance(options["write_policy"], WritePolicy, "not_a_policy", "write_policy")
-    if "audit_recalls" in options:
-        check_flag(options["audit_recalls"], "audit_recalls")
+    if options.get("audit_recalls", True) != "sync" and not isinstance(
+        options.get("audit_recalls", True), bool
+    ):
+        raise ContractViolation(
+            f"audit_recalls must be True, False or 'sync', got {options['audit_recalls']!r}",
+            code="bad_argument",
+        )
     if "max_query_chars" in options:
         check_int(options["max_query_chars"], "max_query_chars", low=1, high=100_000_000)
 
@@ -198,11 +203,14 @@ class MemoryStore(LineageOps, WriteGateOps):
         clock: Clock = utcnow,
         min_support: int = 1,
         write_policy: WritePolicy | None = None,
-        audit_recalls: bool = True,
+        audit_recalls: bool | Literal["sync"] = True,
         max_query_chars: int = MAX_QUERY_CHARS,
     ) -> None:
         """A store over ``backend``. ``max_query_chars`` caps query text (``query_too_long``
-        beyond it). Raises ``ContractViolation`` for an option of the wrong type or range."""
+        beyond it). ``audit_recalls``: every recall's audit event is appended off the read
+        path within a moment (``True``; a crash may lose the last moment's events, a clean
+        close none), before recall returns (``"sync"``), or not at all (``False``). Raises
+        ``ContractViolation`` for an option of the wrong type or range."""
         if not all(callable(getattr(backend, name, None)) for name in ("apply", "write", "gate")):
             raise ContractViolation(
                 f"MemoryStore needs a graphmem backend, got {type(backend).__name__}; "
@@ -525,7 +533,9 @@ class MemoryStore(LineageOps, WriteGateOps):
         otherwise only for the selected records. Raises ``ContractViolation``
         (``not_a_context``, ``query_too_long``, ``embedding_not_finite``, ``bad_argument``).
         """
-        return self._recall(ctx, query, explain, query_embedding, audit=self.audit_recalls, actor=actor)
+        return self._recall(
+            ctx, query, explain, query_embedding, audit=self.audit_recalls is not False, actor=actor
+        )
 
     def _read_args(
         self, verb: str, ctx: object, query: object, query_embedding: object = None
@@ -564,7 +574,11 @@ class MemoryStore(LineageOps, WriteGateOps):
                 # can. A backend whose reads are not one snapshot refuses records that changed
                 # since its gate saw them (TransactionConflict): then gate again.
                 try:
-                    records = tuple(self.backend.recalled(ctx.tenant, receipt.selected_ids, event))
+                    records = tuple(
+                        self.backend.recalled(
+                            ctx.tenant, receipt.selected_ids, event, sync=self.audit_recalls == "sync"
+                        )
+                    )
                 except TransactionConflict:
                     if attempt == ATTEMPTS:
                         raise

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -80,3 +80,14 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MemoryStor
         opened = MemoryStore(Neo4jBackend(driver, uri=target.uri or ""))
     with opened:
         yield opened
+
+
+@pytest.fixture(params=["persisted", pytest.param("neo4j", marks=pytest.mark.neo4j)])
+def reopenable(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], MemoryStore]:
+    """Each call opens another store over the same data (a new backend, nothing held in
+    memory): the backends whose data outlives a store, a file and a server."""
+    if request.param == "persisted":
+        return lambda: MemoryStore.embedded(tmp_path / "memdir")
+    driver: neo4j.Driver = request.getfixturevalue("neo4j_driver")
+    target: Neo4jTarget = request.getfixturevalue("neo4j_target")
+    return lambda: MemoryStore(Neo4jBackend(driver, uri=target.uri or ""))

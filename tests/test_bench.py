@@ -442,3 +442,59 @@ def test_first_recall_workload_still_answers() -> None:
     assert result["recall_equals_oracle"] is True
     assert result["in_scope"] == 100
     assert result["recall"]["n"] == 5
+
+
+# -- the natural-language corpus -------------------------------------------------------------
+
+
+def test_the_natural_corpus_reads_like_notes_with_frequent_words_and_long_tails() -> None:
+    from collections import Counter
+
+    from graphmem.bench.natural import NaturalCorpus
+    from graphmem.ranking import tokenize
+
+    texts = list(NaturalCorpus(3).texts(2000))
+    assert texts == list(NaturalCorpus(3).texts(2000))  # seeded
+    assert texts[:50] != list(NaturalCorpus(4).texts(50))
+    lengths = [len(t.split()) for t in texts]
+    assert min(lengths) >= 10
+    assert max(lengths) <= 80
+    assert 35 < sum(lengths) / len(lengths) < 55
+    words = [w for t in texts for w in t.split()]
+    terms = [w for t in texts for w in tokenize(t)]
+    assert len(terms) < 0.8 * len(words), "stop words are part of natural text"
+    counts = [c for _, c in Counter(terms).most_common()]
+    assert counts[0] > 1.5 * counts[20], "term frequencies follow Zipf's law"
+    assert counts[50] > 5 * counts[300]
+    assert len(counts) > 600
+
+
+def test_natural_questions_hit_a_fifth_of_their_candidates_and_some_are_paraphrases() -> None:
+    from graphmem.bench.natural import _SYNONYMS, NaturalCorpus
+    from graphmem.ranking import tokenize
+
+    texts = list(NaturalCorpus(5).texts(1000))
+    asked = NaturalCorpus(5).questions(40, against=texts)
+    assert all(q.endswith("?") for q in asked)
+    assert len(set(asked)) > 30
+    terms = [set(tokenize(t)) for t in texts]
+    for question in asked:
+        hit = sum(1 for t in terms if t & set(tokenize(question)))
+        assert hit >= 0.2 * len(texts), question
+    synonyms = {w for forms in _SYNONYMS.values() for form in forms for w in tokenize(form)}
+    paraphrases = asked[3::4]
+    assert sum(1 for q in paraphrases if synonyms & set(tokenize(q))) >= len(paraphrases) // 2
+
+
+def test_the_bench_corpus_is_natural_by_default_and_tokens_on_request() -> None:
+    from graphmem.bench.core import queries, synthetic_records
+
+    natural = list(synthetic_records("t", 30, 3))
+    tokens = list(synthetic_records("t", 30, 3, corpus="tokens"))
+    assert not any("w0" in r.content for r in natural)
+    assert all(r.content.startswith(f"record {i} w") for i, r in enumerate(tokens))
+    assert [r.id for r in natural] == [r.id for r in tokens]
+    assert all(q.endswith("?") for q in queries(5, against=natural))
+    with pytest.raises(ValueError, match="unknown bench corpus"):
+        queries(1, corpus="tweets")
+    assert BenchConfig().corpus == "natural"

@@ -81,8 +81,9 @@ class _NoVivify(dict[tuple[str, ...], dict[str, Item]]):
 
 
 class Reference(InMemoryStore):
-    """``InMemoryStore`` with the adapter's two documented listing differences: a namespace
-    exists while it holds items, and its place in ``search`` is that of its oldest item."""
+    """``InMemoryStore`` with the adapter's two documented listing differences (a namespace
+    exists while it holds items, and its place in ``search`` is that of its oldest item), and
+    its failure on a text held twice in one put batch fixed (``_insertinmem_store``)."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -105,6 +106,15 @@ class Reference(InMemoryStore):
         for namespace, key in put_ops:
             self._vectors[namespace].pop(key, None)
         return super()._extract_texts(put_ops)
+
+    def _insertinmem_store(self, to_embed: dict[str, list[Any]], embeddings: list[list[float]]) -> None:
+        # InMemoryStore embeds each distinct text once, then pairs those embeddings with the
+        # list of every (item, path) holding a text, so two fields or items holding the same
+        # text make the put raise ValueError. The adapter embeds every field: each distinct
+        # text's embedding goes to every place that holds it.
+        for embedding, places in zip(embeddings, to_embed.values(), strict=True):
+            for namespace, key, path in places:
+                self._vectors[namespace][key][path] = embedding
 
     def _apply_put_ops(self, put_ops: dict[tuple[tuple[str, ...], str], PutOp]) -> None:
         for (namespace, key), op in put_ops.items():

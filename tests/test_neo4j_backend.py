@@ -545,13 +545,48 @@ def test_a_selected_record_another_writer_changed_is_returned_as_it_is_now(
     backend._auto = auto  # type: ignore[method-assign]
     before = _recall(store, tenant, "office closes")
     assert _recall(store, tenant, "office closes") == before
-    assert asked == [["f3"], []]  # held whole after the first recall: only the audit event is sent
+    assert asked == [["f3"]]  # held whole after the first recall: nothing is read again
     changed = _fact(tenant, "f3", "the office closes at six").model_copy(update={"tags": ("hours",)})
     _rewrite(neo4j_driver, neo4j_target, changed)
     after = _recall(store, tenant, "office closes")
     assert after[2] == [changed]
-    assert after == _recall(_store(neo4j_driver, neo4j_target), tenant, "office closes")
+    with _store(neo4j_driver, neo4j_target) as other:  # its recall's event is appended on close
+        assert after == _recall(other, tenant, "office closes")
     assert [e.action for e in store.audit(tenant)].count("recalled") == 4
+
+
+def test_recall_runs_in_read_access_mode_through_a_routing_uri(
+    neo4j_target: Neo4jTarget, tenant: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Behind ``neo4j://`` a cluster sends READ sessions to followers and read replicas: every
+    session a recall opens is one, with or without its audit event, and the event still lands."""
+    assert neo4j_target.uri is not None
+    routing = "neo4j://" + neo4j_target.uri.split("://", 1)[1]
+    backend = Neo4jBackend.connect(routing, auth=neo4j_target.auth)
+    opened: list[tuple[str, str]] = []
+    plain_session = backend.driver.session
+
+    def session(**config: Any) -> Any:
+        opened.append((threading.current_thread().name, config.get("default_access_mode", "")))
+        return plain_session(**config)
+
+    for audit_recalls in (True, False):
+        store = MemoryStore(backend, audit_recalls=audit_recalls)
+        store.add_many(_facts(tenant))
+        fresh = Neo4jBackend(backend.driver, uri=routing)  # nothing held: the recall reads the records
+        store = MemoryStore(fresh, audit_recalls=audit_recalls)
+        monkeypatch.setattr(backend.driver, "session", session)
+        opened.clear()
+        assert _recall(store, tenant, "office closes")[0] == ["f3"]
+        mine = [mode for thread, mode in opened if thread == threading.current_thread().name]
+        assert mine, "the recall opened no session"
+        assert set(mine) == {neo4j.READ_ACCESS}, audit_recalls
+        monkeypatch.undo()
+        recalled = [e for e in store.audit(tenant) if e.action == "recalled"]
+        assert len(recalled) == (1 if audit_recalls else 0)
+        fresh._recalls.close()
+        tenant += "-2"
+    backend.close()
 
 
 def test_a_record_held_whole_in_another_state_than_the_gate_saw_is_read_again(

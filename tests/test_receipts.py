@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -359,3 +360,25 @@ def test_recall_without_auditing_appends_nothing(tenant: str) -> None:
         before = len(store.audit(tenant))
         assert store.recall(context(tenant), QUERY).ids
         assert len(store.audit(tenant)) == before
+
+
+def test_recall_audit_events_outlive_a_clean_close_and_sync_ones_are_written_before_recall_returns(
+    reopenable: Callable[[], MemoryStore], tenant: str
+) -> None:
+    """Default: queued off the read path, appended in a batch, none lost on a clean close.
+    ``audit_recalls="sync"``: another client sees the event as soon as recall returned."""
+    with reopenable() as store:
+        fill(store, tenant)
+        digests = [store.recall(context(tenant), QUERY).receipt.digest for _ in range(5)]
+    with reopenable() as store:
+        assert [e.details["receipt"] for e in store.audit(tenant) if e.action == "recalled"] == digests
+    with reopenable() as store, reopenable() as other:
+        sync = MemoryStore(store.backend, audit_recalls="sync")
+        digest = sync.recall(context(tenant), QUERY).receipt.digest
+        seen = [
+            e.details["receipt"] for e in other.backend.audit(tenant, None, None) if e.action == "recalled"
+        ]
+        assert seen == [*digests, digest]
+        silent = MemoryStore(store.backend, audit_recalls=False)
+        assert silent.recall(context(tenant), QUERY).ids == sync.recall(context(tenant), QUERY).ids
+        assert len([e for e in store.audit(tenant) if e.action == "recalled"]) == 7

@@ -19,6 +19,7 @@ from click.testing import CliRunner
 from pydantic import TypeAdapter
 
 from graphmem import (
+    AuditEvent,
     BackendUnavailable,
     ForgetMode,
     ForgetRequest,
@@ -28,7 +29,8 @@ from graphmem import (
     ReadContext,
     Source,
 )
-from graphmem.backends.base import Op, PutRecord, ScopeWithin
+from graphmem.backends.base import AppendAudit, Op, PutRecord, ScopeWithin
+from graphmem.backends.embedded import EmbeddedBackend
 from graphmem.backends.sqlite_engine import DB_NAME
 from graphmem.cli import cli
 from tests.conftest import KNOWN, T0
@@ -360,6 +362,37 @@ def test_recall_audit_events_are_all_written_off_the_read_path(tmp_path: Path, t
     store.close()  # the last ten are still queued: close writes them
     with MemoryStore.embedded(path) as reopened:
         assert sum(e.action == "recalled" for e in reopened.audit(tenant)) == 110
+
+
+def test_a_batch_of_audit_events_is_written_in_a_constant_number_of_statements(
+    tmp_path: Path, tenant: str
+) -> None:
+    """The recall audit flush runs beside busy reader threads: statement by statement (one per
+    event or per selected id), each would wait for the interpreter lock again, and a batch of
+    hundreds held every writer of the process for seconds. So the count stays flat."""
+    path = tmp_path / "memdir"
+    _filled(path, tenant, 5)
+    with MemoryStore.embedded(path) as store:
+        backend = store.backend
+        assert isinstance(backend, EmbeddedBackend)
+
+        def statements(events: int) -> int:
+            ran: list[str] = []
+            batch = [
+                AuditEvent(tenant=tenant, action="recalled", record_ids=("a", "b", "c"), at=T0, details={})
+                for _ in range(events)
+            ]
+            with backend.write() as conn:
+                assert isinstance(conn, sqlite3.Connection)
+                conn.set_trace_callback(ran.append)
+                try:
+                    backend.apply([AppendAudit(event=e) for e in batch])
+                finally:
+                    conn.set_trace_callback(None)
+            return len(ran)
+
+        assert statements(400) == statements(2)
+        assert sum(e.action == "recalled" for e in store.audit(tenant)) == 402
 
 
 def test_lineage_and_listing_lookups_seek_instead_of_walking_the_tenant(tmp_path: Path, tenant: str) -> None:

@@ -225,6 +225,7 @@ def test_recall_racing_forget_never_selects_a_forgotten_record(store: MemoryStor
         return recalls
 
     outcomes = race(forget_all, recall_until_done, recall_until_done)
+    assert outcomes[0] is None  # every forget returned, none refused
     assert violations == []
     assert outcomes[1] > 0
     assert store.recall(ctx, "refund rule").ids == []

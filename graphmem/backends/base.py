@@ -181,10 +181,11 @@ class Backend(Protocol):
         ...
 
     def recalled(
-        self, tenant: str, record_ids: Sequence[str], audit: AuditEvent | None
+        self, tenant: str, record_ids: Sequence[str], audit: AuditEvent | None, *, sync: bool = False
     ) -> list[MemoryRecord]:
-        """``get_many`` of a recall's selection, appending the recall's audit event (if any)
-        in the same transaction."""
+        """``get_many`` of a recall's selection; the recall's audit event (if any) is queued
+        and appended off the read path (``graphmem.backends.recall_log``), or with ``sync``
+        appended before this returns, in a write of its own once the read has ended."""
         ...
 
     def all_records(self, tenant: str) -> list[MemoryRecord]: ...

@@ -17,7 +17,7 @@ from array import array
 from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ from graphmem.backends.base import (
     ScopeWithin,
     UpdateRecord,
 )
+from graphmem.backends.recall_log import RecallLog
 from graphmem.backends.sqlite_check import check_database
 from graphmem.backends.sqlite_engine import DB_NAME, Engine, corrupt_error, record_row, ts
 from graphmem.errors import BackendUnavailable, ConflictError
@@ -168,63 +169,6 @@ class _GateMemo:
                 self._held -= len(self._entries.pop(key)[3].rows)
 
 
-class _RecallLog:
-    """Recall audit events, appended in batches off the read path.
-
-    A recall is a read: it must not take the writer lock, nor pay a durable commit,
-    on every call. Its event is queued and written within ``delay`` seconds (with
-    others queued meanwhile, in one transaction); reading the audit log, exporting
-    and closing write the queue first. A crash can lose at most the events of the
-    last ``delay`` seconds; ``delay=0`` appends each event before recall returns.
-    """
-
-    def __init__(self, backend: EmbeddedBackend, delay: float) -> None:
-        self._backend = backend
-        self._delay = delay
-        self._lock = threading.Lock()
-        self._queue: list[AuditEvent] = []
-        self._wake = threading.Event()
-        self._closed = False
-        self._thread: threading.Thread | None = None
-
-    def add(self, event: AuditEvent) -> None:
-        if self._delay <= 0:
-            self._backend.engine.after(lambda: self._backend.apply([AppendAudit(event=event)]))
-            return
-        with self._lock:
-            self._queue.append(event)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="graphmem-recall-audit", daemon=True)
-                self._thread.start()
-        self._wake.set()
-
-    def _run(self) -> None:
-        while not self._closed:
-            self._wake.wait()
-            self._wake.clear()
-            time.sleep(self._delay)
-            with suppress(BackendUnavailable):  # busy or closing: the next flush takes them
-                self.flush()
-
-    def flush(self) -> None:
-        with self._lock:
-            events, self._queue = self._queue, []
-        if events:
-            try:
-                self._backend.apply([AppendAudit(event=e) for e in events])
-            except BaseException:
-                with self._lock:
-                    self._queue[:0] = events
-                raise
-
-    def close(self) -> None:
-        self._closed = True
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        self.flush()
-
-
 class EmbeddedBackend:
     """SQLite underneath: ``directory`` holds the store's database file; ``None`` keeps it in memory.
 
@@ -248,7 +192,10 @@ class EmbeddedBackend:
             self._prepare_directory(self.directory, path)
         self.engine = Engine(path, busy_timeout=busy_timeout)
         self._memo = _GateMemo(gate_memo)
-        self._recalls = _RecallLog(self, recall_audit_delay)
+        self._recall_audit_delay = recall_audit_delay
+        self._recalls = RecallLog(
+            lambda events: self.apply([AppendAudit(event=e) for e in events]), recall_audit_delay
+        )
 
     @staticmethod
     def _prepare_directory(directory: Path, path: Path) -> None:
@@ -297,6 +244,7 @@ class EmbeddedBackend:
             conn.execute("SAVEPOINT apply")
             try:
                 batch: list[MemoryRecord] = []
+                events: list[AuditEvent] = []
                 replacing = False
                 for op in ops:
                     if isinstance(op, PutRecord | UpdateRecord):
@@ -315,9 +263,17 @@ class EmbeddedBackend:
                     if batch:
                         self._put_records(conn, batch, replacing)
                         batch = []
+                    if isinstance(op, AppendAudit):
+                        events.append(op.event)
+                        continue
+                    if events:
+                        self._append_audit(conn, events)
+                        events = []
                     self._apply_one(conn, op)
                 if batch:
                     self._put_records(conn, batch, replacing)
+                if events:
+                    self._append_audit(conn, events)
             except BaseException:
                 conn.execute("ROLLBACK TO apply")
                 conn.execute("RELEASE apply")
@@ -362,7 +318,7 @@ class EmbeddedBackend:
                     "`graphmem check` after they finish, or forget again",
                     code="store_busy",
                 )
-            time.sleep(0.01)
+            time.sleep(0.02)  # writers waiting behind the last attempt go first
 
     def _apply_one(self, conn: sqlite3.Connection, op: Op) -> None:
         if isinstance(op, ScopeWithin):
@@ -381,8 +337,6 @@ class EmbeddedBackend:
             )
         elif isinstance(op, AddEdge):
             self._add_edge(conn, op)
-        elif isinstance(op, AppendAudit):
-            self._append_audit(conn, op.event)
 
     @staticmethod
     def _scope(conn: sqlite3.Connection, tenant: str, *keys: str) -> None:
@@ -464,15 +418,32 @@ class EmbeddedBackend:
             )
 
     @staticmethod
-    def _append_audit(conn: sqlite3.Connection, event: AuditEvent) -> None:
-        cur = conn.execute(
-            "INSERT INTO audit (tenant, at_us, body) VALUES (?, ?, ?)",
-            (event.tenant, _micros(event.at), event.model_dump_json()),
+    def _append_audit(conn: sqlite3.Connection, events: Sequence[AuditEvent]) -> None:
+        """Append ``events`` in two statements, whatever their number: row by row, every row
+        would hand the interpreter lock back and wait for it again, which under busy reader
+        threads costs milliseconds a row and keeps every other writer waiting."""
+        (last,) = conn.execute("SELECT coalesce(max(seq), 0) FROM audit").fetchone()
+        seqs = range(last + 1, last + 1 + len(events))
+        conn.execute(
+            "INSERT INTO audit (seq, tenant, at_us, body) SELECT json_extract(value, '$[0]'), "
+            "json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]') "
+            "FROM json_each(?)",
+            (
+                json.dumps(
+                    [
+                        [q, e.tenant, _micros(e.at), e.model_dump_json()]
+                        for q, e in zip(seqs, events, strict=True)
+                    ]
+                ),
+            ),
         )
-        if event.record_ids:
-            conn.executemany(
-                "INSERT OR IGNORE INTO audit_records (tenant, record, seq) VALUES (?, ?, ?)",
-                [(event.tenant, rid, cur.lastrowid) for rid in event.record_ids],
+        links = [[e.tenant, rid, q] for q, e in zip(seqs, events, strict=True) for rid in e.record_ids]
+        if links:
+            conn.execute(
+                "INSERT OR IGNORE INTO audit_records (tenant, record, seq) SELECT "
+                "json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]') "
+                "FROM json_each(?)",
+                (json.dumps(links),),
             )
 
     # -- records ------------------------------------------------------------
@@ -822,12 +793,19 @@ class EmbeddedBackend:
         return cand.version_at(ctx.known_at)[1], drop_reason(cand, ctx, row[13] in matching)
 
     def recalled(
-        self, tenant: str, record_ids: Sequence[str], audit: AuditEvent | None
+        self, tenant: str, record_ids: Sequence[str], audit: AuditEvent | None, *, sync: bool = False
     ) -> list[MemoryRecord]:
         records = self.get_many(tenant, record_ids)
         if audit is not None:
-            self._recalls.add(audit)
+            if sync or self._recall_audit_delay <= 0:
+                # Appended before recall returns, once its read snapshot has ended.
+                self.engine.after(lambda: self.apply([AppendAudit(event=audit)]))
+            else:
+                self._recalls.add(audit)
         return records
+
+    def _append_recalls(self, events: Sequence[AuditEvent]) -> None:
+        self.apply([AppendAudit(event=e) for e in events])
 
     def flush_audit(self) -> None:
         """Write every recall audit event still queued (``audit``, ``export`` and ``close`` do)."""

@@ -53,6 +53,7 @@ from graphmem.backends.neo4j_rows import (
     send_ops,
     source_of,
 )
+from graphmem.backends.recall_log import RecallLog
 from graphmem.errors import BackendUnavailable, ConflictError, GraphmemError, TransactionConflict
 from graphmem.gated import Verdicts, ViewGate
 from graphmem.model import AuditEvent, DropReason, MemoryRecord, ReadContext, Source, Status
@@ -123,6 +124,7 @@ class Neo4jBackend:
         database: str | None = None,
         uri: str = "",
         doc_cache: int = DOC_CACHE,
+        recall_audit_delay: float = 0.05,
     ) -> None:
         self.driver = driver
         self.database = database
@@ -136,6 +138,7 @@ class Neo4jBackend:
         # Causal consistency across this backend's sessions: each transaction sees every one
         # this backend committed before it, on a cluster's followers too.
         self._bookmarks = neo4j.GraphDatabase.bookmark_manager()
+        self._recalls = RecallLog(self._append_recalls, recall_audit_delay)
 
     @classmethod
     def connect(
@@ -615,9 +618,10 @@ class Neo4jBackend:
         return gated["fingerprints"][0], _REASONS[gated["reasons"][0]]
 
     def recalled(
-        self, tenant: str, record_ids: Sequence[str], audit: AuditEvent | None
+        self, tenant: str, record_ids: Sequence[str], audit: AuditEvent | None, *, sync: bool = False
     ) -> list[MemoryRecord]:
-        """The selected records, with the recall's audit event appended in the same round trip.
+        """The selected records, read in read access mode; the recall's audit event is
+        queued (``RecallLog``), or with ``sync`` appended before this returns.
 
         A record this thread's last gate saw is taken from the document cache if
         it is held whole with the fingerprint that gate reported; the others are
@@ -629,16 +633,10 @@ class Neo4jBackend:
         gated = getattr(self._gated, "fingerprints", {})
         held = self._docs.records(tenant, ((rid, gated[rid]) for rid in record_ids if rid in gated))
         missing = [rid for rid in record_ids if rid not in held]
-        if missing or audit is not None:
+        if missing:
             self._require_schema()
-            event = None if audit is None else op_row(AppendAudit(event=audit))[2]
-            params = {
-                "tenant": tenant,
-                "ids": missing,
-                "fingerprints": [gated.get(rid) for rid in missing],
-                "event": event,
-            }
-            found = self._auto("recalled_records", audit is not None, params)[0]
+            params = {"tenant": tenant, "ids": missing, "fingerprints": [gated.get(rid) for rid in missing]}
+            found = self._auto("recalled_records", False, params)[0]
             if not found["current"]:
                 raise TransactionConflict(
                     f"a record recall selected in tenant {tenant!r} changed before it was read; recall again"
@@ -647,7 +645,21 @@ class Neo4jBackend:
                 record = record_of((text, status, tombstone))
                 held[record.id] = record
                 self._docs.put_record(tenant, fingerprint, record)
+        if audit is not None:
+            if sync:
+                self._append_recalls([audit])
+            else:
+                self._recalls.add(audit)
         return [held[rid] for rid in record_ids if rid in held]
+
+    def _append_recalls(self, events: Sequence[AuditEvent]) -> None:
+        self._require_schema()
+        rows = [{**op_row(AppendAudit(event=e))[2], "tenant": e.tenant} for e in events]
+        self._auto("append_recalls", True, {"rows": rows})
+
+    def flush_audit(self) -> None:
+        """Append every recall audit event still queued (``audit``, ``export`` and ``close`` do)."""
+        self._recalls.flush()
 
     def all_records(self, tenant: str) -> list[MemoryRecord]:
         return self._records("all_records", tenant=tenant)
@@ -764,6 +776,7 @@ class Neo4jBackend:
         )
 
     def export_ops(self, tenant: str) -> list[Op]:
+        self._recalls.flush()
         records: list[Op] = [PutRecord(record=r) for r in self.all_records(tenant)]
         edges: list[Op] = []
         for row in self._read("export_scope_edges", tenant=tenant):
@@ -789,6 +802,7 @@ class Neo4jBackend:
         return [*records, *edges, *audit]
 
     def audit(self, tenant: str, record_id: str | None, since: datetime | None) -> list[AuditEvent]:
+        self._recalls.flush()
         rows = self._read("audit_events", tenant=tenant, record_id=record_id, since=micros(since))
         return [AuditEvent.model_validate_json(r["json"]) for r in rows]
 
@@ -799,6 +813,8 @@ class Neo4jBackend:
         return nullcontext()
 
     def close(self) -> None:
+        with suppress(BackendUnavailable):  # an unreachable server: nothing more can be done
+            self._recalls.close()
         self._docs.clear()
         self._memo.clear()
         if self._owns_driver:

@@ -160,6 +160,11 @@ def record_row(record: MemoryRecord) -> tuple[Any, ...]:
     )
 
 
+def _is_busy(err: sqlite3.OperationalError) -> bool:
+    text = str(err).lower()
+    return "locked" in text or "busy" in text
+
+
 def corrupt_error(where: str, err: BaseException) -> BackendUnavailable:
     return BackendUnavailable(
         f"the store file {where!r} is damaged ({err}); nothing was read from it. "
@@ -191,6 +196,11 @@ class Engine:
         self._all_lock = threading.Lock()
         # In memory there is one connection; an operation holds it from begin to end.
         self._turn = threading.RLock() if path is None else None
+        # A file's writers in this process queue here before SQLite's write lock. SQLite's
+        # own wait polls, so a writer can lose every poll to others that commit often (the
+        # recall audit flush, an erase's checkpoint) and time out while the store is busy
+        # but never held for long; the queue serves this process's writers in turn.
+        self._writers = threading.Lock() if path is not None else None
         self._shared: sqlite3.Connection | None = None
         self.closed = False
         conn = self._connect()
@@ -331,6 +341,15 @@ class Engine:
             return
         if self._turn is not None:
             self._turn.acquire()
+        writers = self._writers if write else None
+        if writers is not None and not writers.acquire(timeout=self.busy_timeout):
+            if self._turn is not None:
+                self._turn.release()
+            raise BackendUnavailable(
+                f"other writers of this process held the store for more than {self.busy_timeout:g} s; "
+                "try again, or open the store with a longer busy_timeout",
+                code="store_busy",
+            )
         try:
             conn = self._connect()
             with self._guard():
@@ -347,9 +366,14 @@ class Engine:
             finally:
                 local.depth = 0
                 after, local.after_read = local.after_read or [], None
+                if writers is not None:
+                    writers.release()  # the next writer goes while this one's steps run
+                    writers = None
             for step in after:
                 step()
         finally:
+            if writers is not None:
+                writers.release()
             if self._turn is not None:
                 self._turn.release()
 
@@ -361,16 +385,27 @@ class Engine:
         else:
             step()
 
-    def checkpoint(self) -> bool:
+    def checkpoint(self, wait: float = 0.05) -> bool:
         """Move every WAL frame into the database and truncate the WAL to zero bytes.
 
-        True when it completed; readers still on an older snapshot can hold it off.
+        True when it completed; readers still on an older snapshot can hold it off. A
+        truncating checkpoint keeps new writers out while it waits for those readers, so
+        one attempt waits at most ``wait`` seconds: callers retry, and writers get their
+        turn in between instead of timing out behind it.
         """
         if self.path is None:
             return True
         conn = self._connect()
         with self._guard():
-            busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            conn.execute(f"PRAGMA busy_timeout = {max(1, int(wait * 1000))}")
+            try:
+                busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            except sqlite3.OperationalError as err:
+                if not _is_busy(err):
+                    raise
+                busy = 1  # another connection is checkpointing or writing: try again
+            finally:
+                conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
         return not busy
 
     def close(self) -> None:

@@ -10,12 +10,14 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
+from graphmem.bench.natural import NaturalCorpus
 from graphmem.gate import Candidate, run_gate
 from graphmem.model import Kind, MemoryRecord, Outcome, ReadContext, Source
 from graphmem.ranking import rank
 from graphmem.store import MemoryStore
 
 __all__ = [
+    "CORPORA",
     "NOW",
     "WORDS",
     "Answer",
@@ -39,8 +41,13 @@ Progress = Callable[[str, int], Tick]
 """Start a progress bar with a description and a total; returns its ``Tick``."""
 
 
+CORPORA = ("natural", "tokens")
+"""``natural``: plain-language notes and questions (``graphmem.bench.natural``), the default;
+``tokens``: uniform random tokens ``w0000``..``w2999``, the corpus of the first bench figures."""
+
+
 def synthetic_records(
-    tenant: str, total: int, scopes: int, seed: int = 7, prefix: str = "case:c"
+    tenant: str, total: int, scopes: int, seed: int = 7, prefix: str = "case:c", corpus: str = "natural"
 ) -> Iterator[MemoryRecord]:
     """``total`` records spread evenly over ``scopes`` scopes (record i in ``{prefix}{i % scopes}``).
 
@@ -51,15 +58,19 @@ def synthetic_records(
     """
     rng = random.Random(seed)
     day = timedelta(days=1)
+    texts = NaturalCorpus(seed).texts(total) if _corpus(corpus) == "natural" else None
     for i in range(total):
         kind = (Kind.EPISODIC, Kind.SEMANTIC, Kind.PROCEDURAL)[i % 3]
-        words = " ".join(rng.choices(WORDS, k=rng.randint(8, 24)))
+        if texts is None:
+            content = f"record {i} " + " ".join(rng.choices(WORDS, k=rng.randint(8, 24)))
+        else:
+            content = next(texts)
         fields: dict[str, Any] = {
             "id": f"r{i}",
             "tenant": tenant,
             "kind": kind,
             "scope": f"{prefix}{i % scopes}",
-            "content": f"record {i} {words}",
+            "content": content,
             "created_at": NOW - rng.randint(1, 300) * day,
             "sources": (Source(id=f"s{i}"),),
         }
@@ -80,10 +91,21 @@ def synthetic_records(
         yield MemoryRecord(**fields)
 
 
-def queries(count: int, seed: int = 11) -> list[str]:
-    """Three-word queries over the 300 most frequent-by-construction words."""
+def queries(
+    count: int, seed: int = 11, corpus: str = "natural", against: Sequence[MemoryRecord] = ()
+) -> list[str]:
+    """``natural``: questions over the corpus's frequent words, each hitting at least a fifth of
+    ``against`` (the candidates it is asked of); ``tokens``: three words of the 300 first."""
+    if _corpus(corpus) == "natural":
+        return NaturalCorpus(seed).questions(count, against=[r.content for r in against])
     rng = random.Random(seed)
     return [" ".join(rng.choices(WORDS[:300], k=3)) for _ in range(count)]
+
+
+def _corpus(name: str) -> str:
+    if name not in CORPORA:
+        raise ValueError(f"unknown bench corpus {name!r}: choose one of {', '.join(CORPORA)}")
+    return name
 
 
 class Latency:

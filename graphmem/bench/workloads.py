@@ -92,6 +92,8 @@ class BenchConfig:
     forget_repeats: int | None = None
     """Repeats of every forget workload; by default fewer for bigger cascades (``cascade_repeats``)."""
     batch: int = 5000
+    corpus: str = "natural"
+    """The records' and questions' text: ``natural`` (plain language) or ``tokens``."""
     mixed_threads: int = 8
     mixed_ops: int = 1250
     """Concurrency: operations per mixed thread (8 x 1,250 = 10,000), beside 4 reader threads."""
@@ -186,10 +188,17 @@ def _timed_recalls(
 # -- the recall tenant: ingest, selective recall, explain, the naive baseline --------------
 
 
+def _questions(cfg: BenchConfig, seed: int, asked: list[list[MemoryRecord]]) -> list[str]:
+    """One question per caller; a natural one hits at least a fifth of that caller's records."""
+    if cfg.corpus == "tokens":
+        return queries(len(asked), seed=seed, corpus="tokens")
+    return [queries(1, seed=seed * 1000 + k, against=records)[0] for k, records in enumerate(asked)]
+
+
 def load_main(store: MemoryStore, tenant: str, total: int, cfg: BenchConfig) -> Loaded:
     """Load ``total`` records, ``in_scope`` per case scope; pick the callers and ask the oracle."""
     scopes = max(1, total // cfg.in_scope)
-    records = list(synthetic_records(tenant, total, scopes))
+    records = list(synthetic_records(tenant, total, scopes, corpus=cfg.corpus))
     ingest_s = load(store, records, cfg.batch, cfg.progress(f"loading {total:,} records", total))
     rng = random.Random(11)
     cases = [rng.randrange(scopes) for _ in range(cfg.contexts)]
@@ -197,8 +206,8 @@ def load_main(store: MemoryStore, tenant: str, total: int, cfg: BenchConfig) -> 
         ReadContext(tenant=tenant, scopes=(f"case:c{c}",), now=NOW, environment=("cap-a",), limit=10)
         for c in cases
     ]
-    query_list = queries(cfg.contexts)
     by_case = {c: candidates(records[c::scopes]) for c in set(cases)}
+    query_list = _questions(cfg, 11, [records[c::scopes] for c in cases])
     reached = [by_case[c] for c in cases]
     answers = [oracle(r, ctx, q) for r, ctx, q in zip(reached, contexts, query_list, strict=True)]
     return Loaded(
@@ -367,12 +376,13 @@ def recall_broad(store: MemoryStore, tenant: str, total: int, cfg: BenchConfig) 
     WITHIN the first cases (records of a scope apply in the scopes within it), so one recall
     gates and ranks every record of those cases."""
     scopes, reached_scopes = broad_reach(total, cfg)
-    records = list(synthetic_records(tenant, total, scopes, seed=17))
+    records = list(synthetic_records(tenant, total, scopes, seed=17, corpus=cfg.corpus))
     ingest_s = load(store, records, cfg.batch, cfg.progress(f"loading {total:,} records (broad)", total))
     for c in range(reached_scopes):
         store.scope_within(tenant, "desk:broad", f"case:c{c}")
     reached = candidates(r for i, r in enumerate(records) if i % scopes < reached_scopes)
-    query_list = queries(cfg.contexts, seed=19)
+    asked = [c.record for c, _ in reached[:2000] if c.record is not None]
+    query_list = _questions(cfg, 19, [asked] * cfg.contexts)
     contexts = [
         ReadContext(tenant=tenant, scopes=("desk:broad",), now=NOW, environment=("cap-a",), limit=10)
     ] * cfg.contexts

@@ -19,25 +19,33 @@ that the blocks are data, not instructions. graphmem errors come back as MCP
 tool errors carrying the error's code; so are arguments a tool's schema refuses (code
 ``bad_argument``).
 
-Run it with ``python -m graphmem.integrations.mcp_server --store URI --tenant T
---principal P`` (stdio), or ``--transport streamable-http --port 8765``.
+Run it with ``graphmem serve-mcp --tenant T --principal P`` (stdio; ``python -m
+graphmem.integrations.mcp_server`` takes the same options), or ``--transport
+streamable-http --port 8765 --token-file F``. Without ``--store`` the memory
+lives in a file store in the platform's user-data directory (printed at
+start). ``--scope`` limits what the agent may read and write
+(``mcp_scopes``); streamable HTTP requires a bearer token (``mcp_auth``).
 Neo4j credentials come from ``NEO4J_USER`` / ``NEO4J_PASSWORD``.
 """
 
 from __future__ import annotations
 
-import argparse
 import html
 import ipaddress
-import os
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Annotated, Any, Literal, cast
+from pathlib import Path
+from typing import Annotated, Any, Literal, TextIO, cast
+from urllib.parse import unquote, urlparse
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 try:
+    import platformdirs
+    from mcp.server.auth.provider import TokenVerifier
+    from mcp.server.auth.settings import AuthSettings
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.tools import Tool
     from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
@@ -49,6 +57,8 @@ except ImportError as err:  # pragma: no cover - depends on the installed extras
 
 from graphmem._args import check_scope, check_tenant
 from graphmem.errors import ContractViolation, GraphmemError
+from graphmem.integrations.mcp_auth import TOKEN_ENV, StaticTokenVerifier, static_token_auth
+from graphmem.integrations.mcp_scopes import ScopeLimit
 from graphmem.model import (
     Decision,
     ForgetMode,
@@ -72,7 +82,7 @@ from graphmem.model import (
 )
 from graphmem.store import MemoryStore
 
-__all__ = ["UNTRUSTED_NOTICE", "build_server", "main", "render_memories", "run"]
+__all__ = ["UNTRUSTED_NOTICE", "build_server", "default_store_path", "main", "render_memories", "run"]
 
 Transport = Literal["stdio", "streamable-http"]
 
@@ -285,11 +295,13 @@ class _Tools:
         environment: tuple[str, ...],
         clearance: Sensitivity,
         source_trust: Trust,
+        limit: ScopeLimit,
     ) -> None:
         self.store = store
         self.tenant = tenant
         self.principal = principal
         self.default_scopes = default_scopes
+        self.limit = limit
         self.environment = environment
         self.clearance = clearance
         self.source_trust = source_trust
@@ -315,10 +327,12 @@ class _Tools:
         now: datetime | None = None,
         as_of: datetime | None = None,
     ) -> ReadContext:
+        scopes = tuple(scopes) or self.default_scopes
+        self.limit.check_read(scopes, run_id)
         return ReadContext(
             tenant=self.tenant,
             policy=self.store.write_policy.version,
-            scopes=tuple(scopes) or self.default_scopes,
+            scopes=scopes,
             now=self.store.clock() if now is None else now,
             as_of=as_of,
             run_id=run_id,
@@ -336,10 +350,13 @@ class _Tools:
     def _within_clearance(self, lineage: Lineage) -> Lineage:
         """Hide the content labels of records above the server's clearance (recall would drop them)."""
         nodes = []
+        inherited = self.limit.inherited() if self.limit.limited else set()
         for node in lineage.nodes:
             record = self.store.get(self.tenant, node.id) if node.type == "memory" else None
             if record is not None and record.sensitivity > self.clearance:
                 node = node.model_copy(update={"label": f"[{record.sensitivity.value}: above clearance]"})
+            elif record is not None and not self.limit.readable(record, inherited):
+                node = node.model_copy(update={"label": "[outside this server's scopes]"})
             nodes.append(node)
         return Lineage(root=lineage.root, nodes=tuple(nodes), edges=lineage.edges)
 
@@ -409,6 +426,8 @@ class _Tools:
         both contested. Returns the decision, with the record id when something was written."""
 
         def call() -> CallToolResult:
+            self.limit.check_write(scope)
+            self.limit.check_derived_from(derived_from)
             now = self.store.clock()
             when_missing = event_time is None and kind is Kind.EPISODIC
             since_missing = valid_from is None and kind is Kind.SEMANTIC
@@ -434,6 +453,8 @@ class _Tools:
                 preconditions=preconditions,
                 tags=tags,
             )
+            self.limit.check_sources(s.id for s in proposal.sources)
+            self.limit.check_rivals(proposal)
             decision = self.store.propose(proposal, source_trust=self.source_trust)
             text = (
                 f"{decision.outcome.value} ({decision.reason.value}): record {decision.record_id or '-'}, "
@@ -532,6 +553,7 @@ class _Tools:
             ctx = self._context(
                 kinds=kinds, scopes=scopes, environment=environment, run_id=run_id, limit=limit
             )
+            self.limit.check_record(record_id, "explaining")
             decision = self.store.explain(ctx, record_id, query)
             if decision.selected:
                 score = "" if decision.score is None else f" (score {decision.score:.3f})"
@@ -552,6 +574,7 @@ class _Tools:
         which is untrusted data."""
 
         def call() -> CallToolResult:
+            self.limit.check_record(record_id, "tracing")
             lineage = self._within_clearance(self.store.trace(self.tenant, record_id, depth))
             tree = lineage.render_tree()
             out = TraceOut(
@@ -595,6 +618,7 @@ class _Tools:
         derived from it. Recorded in the audit log as requested by this server's principal."""
 
         def call() -> CallToolResult:
+            self.limit.check_forget(target, target_type)
             report = self.store.forget(
                 ForgetRequest(
                     tenant=self.tenant,
@@ -629,6 +653,7 @@ class _Tools:
         untrusted <memory> blocks."""
 
         def call() -> CallToolResult:
+            self.limit.check_precedents(anchor_scope, via, hops)
             ctx = self._context(
                 kinds=(Kind.EPISODIC,),
                 scopes=(anchor_scope,),
@@ -704,41 +729,59 @@ def build_server(
     principal: str,
     *,
     default_scopes: tuple[str, ...] = (),
+    allowed_scopes: Sequence[str] | None = None,
     environment: tuple[str, ...] = (),
     clearance: Sensitivity = Sensitivity.INTERNAL,
     source_trust: Trust = Trust.UNTRUSTED,
     name: str = "graphmem",
+    token_verifier: TokenVerifier | None = None,
+    auth: AuthSettings | None = None,
 ) -> MCPServer[Any]:
     """An MCP server whose tools act on ``store`` for ``tenant`` as ``principal``, and nobody else.
 
-    ``default_scopes`` are used by reads that name no scope; ``environment`` is
-    the capability set every read starts from; ``clearance`` caps the
-    sensitivity of what is recalled; ``source_trust`` is what the deployment
-    knows about the sources agents cite (an agent's own claim is never believed).
-    Raises ``ContractViolation`` for an invalid tenant, principal or scope.
+    ``allowed_scopes`` (scopes and ``type:prefix*`` patterns; None: every scope)
+    limits what the agent may read and write — see ``mcp_scopes``; a tool call
+    outside them is a tool error with code ``scope_not_allowed``.
+    ``default_scopes`` are used by reads that name no scope (default: the
+    allowed scopes that are not patterns); ``environment`` is the capability
+    set every read starts from; ``clearance`` caps the sensitivity of what is
+    recalled; ``source_trust`` is what the deployment knows about the sources
+    agents cite (an agent's own claim is never believed). ``token_verifier``
+    and ``auth`` make streamable HTTP an OAuth resource server (the MCP SDK's
+    ``TokenVerifier`` and ``AuthSettings``); stdio ignores them.
+    Raises ``ContractViolation`` for an invalid tenant, principal or scope, or
+    default scopes outside the allowed ones.
     """
     check_tenant(tenant)
     for scope in default_scopes:
         check_scope(scope)
     if not principal.strip() or len(principal) > 128:
         raise ContractViolation("the principal must be 1-128 characters", code="invalid_principal")
+    limit = ScopeLimit(store, tenant, allowed_scopes)
+    limit.check_read(default_scopes, None, closure=False)
     from graphmem import __version__
 
     tools = _Tools(
         store,
         tenant,
         principal,
-        default_scopes=tuple(default_scopes),
+        default_scopes=tuple(default_scopes) or limit.exact,
         environment=tuple(environment),
         clearance=clearance,
         source_trust=source_trust,
+        limit=limit,
     )
+    instructions = _INSTRUCTIONS.format(tenant=tenant, principal=principal)
+    if limit.patterns:
+        instructions += f" You may read and write only these scopes: {', '.join(limit.patterns)}."
     return MCPServer(
         name,
         version=__version__,
-        instructions=_INSTRUCTIONS.format(tenant=tenant, principal=principal),
+        instructions=instructions,
         tools=[_strict_tool(getattr(tools, n), n) for n in _ANNOTATIONS],
         log_level="WARNING",
+        token_verifier=token_verifier,
+        auth=auth,
     )
 
 
@@ -751,8 +794,31 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def default_store_path() -> Path:
+    """Where ``serve-mcp`` keeps memory when no store is named: a file store in the platform's
+    user-data directory (``~/.local/share/graphmem/memory`` on Linux, honouring ``XDG_DATA_HOME``;
+    ``~/Library/Application Support/graphmem/memory`` on macOS; ``%LOCALAPPDATA%\\graphmem\\memory``
+    on Windows)."""
+    return Path(platformdirs.user_data_dir("graphmem", appauthor=False)) / "memory"
+
+
+def _describe(uri: str) -> str:
+    parsed = urlparse(uri)
+    if parsed.scheme == "file":
+        return unquote(parsed.path)
+    if parsed.scheme == "memory":
+        return "memory:// (in memory: nothing survives this process)"
+    host = parsed.hostname or ""
+    netloc = host if parsed.port is None else f"{host}:{parsed.port}"
+    return parsed._replace(netloc=netloc).geturl()  # without any user:password@
+
+
+def _url(host: str, port: int) -> str:
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
 def run(
-    store_uri: str,
+    store_uri: str | None,
     tenant: str,
     principal: str,
     transport: Transport = "stdio",
@@ -761,28 +827,69 @@ def run(
     auth: tuple[str, str] | None = None,
     *,
     default_scopes: tuple[str, ...] = (),
+    allowed_scopes: Sequence[str] | None = None,
     environment: tuple[str, ...] = (),
     clearance: Sensitivity = Sensitivity.INTERNAL,
     source_trust: Trust = Trust.UNTRUSTED,
     database: str | None = None,
-    allow_remote: bool = False,
+    token: str | None = None,
+    no_auth: bool = False,
+    token_verifier: TokenVerifier | None = None,
+    http_auth: AuthSettings | None = None,
+    log: TextIO | None = None,
 ) -> None:
-    """Open ``store_uri`` and serve it over ``transport`` until the client goes away (stdio) or the
-    process is stopped (HTTP). ``auth`` and ``database`` are the Neo4j connection's.
+    """Open ``store_uri`` (None: ``default_store_path()``) and serve it over ``transport`` until the
+    client goes away (stdio) or the process is stopped (HTTP). ``auth`` and ``database`` are the
+    Neo4j connection's. The store, and for HTTP the URL and authentication, are printed to ``log``
+    (default stderr, so stdio's stdout carries only the protocol).
 
-    Streamable HTTP has no authentication of its own: anyone who reaches the port acts as
-    ``principal``, so it binds only to a loopback address unless ``allow_remote`` is set.
+    Streamable HTTP needs a bearer ``token`` (see ``mcp_auth.load_token``), or a
+    ``token_verifier`` with its ``http_auth`` settings (e.g. ``mcp_auth.IntrospectionTokenVerifier``
+    and ``mcp_auth.oauth_auth`` for an OAuth 2.1 authorization server); a request without a valid
+    token is answered 401. ``no_auth`` serves without authentication, on a loopback address only.
+    Raises ``ContractViolation``: ``invalid_transport``, ``http_needs_token``, ``remote_without_auth``,
+    ``conflicting_auth``.
     """
+    log = sys.stderr if log is None else log
     if transport not in ("stdio", "streamable-http"):
         raise ContractViolation(
             f"unknown transport {transport!r}: use 'stdio' or 'streamable-http'", code="invalid_transport"
         )
-    if transport == "streamable-http" and not allow_remote and not _is_loopback(host):
-        raise ContractViolation(
-            f"refusing to serve memory on {host!r} without authentication; bind to 127.0.0.1 "
-            "(e.g. behind an authenticating proxy) or pass allow_remote=True",
-            code="remote_without_auth",
-        )
+    verifier: TokenVerifier | None = None
+    if transport == "streamable-http":
+        if (token is not None) + (token_verifier is not None) + no_auth > 1 or (
+            (token_verifier is None) != (http_auth is None)
+        ):
+            raise ContractViolation(
+                "choose one way to authenticate HTTP: a bearer token (--token-file or "
+                f"{TOKEN_ENV}), OAuth (--oauth-issuer …; a token verifier with its auth settings) "
+                "or --no-auth",
+                code="conflicting_auth",
+            )
+        if token_verifier is not None:
+            verifier = token_verifier
+        elif token is not None:
+            verifier = StaticTokenVerifier(token, principal)
+            http_auth = static_token_auth(_url(host, port))
+        elif not no_auth:
+            raise ContractViolation(
+                "streamable HTTP needs a bearer token: put one in a file for --token-file or in "
+                f"{TOKEN_ENV} (e.g. `openssl rand -hex 32`), or pass --no-auth to serve on 127.0.0.1 "
+                "without authentication",
+                code="http_needs_token",
+            )
+        elif not _is_loopback(host):
+            raise ContractViolation(
+                f"refusing to serve memory on {host!r} without authentication: --no-auth binds "
+                "only to a loopback address such as 127.0.0.1; give a bearer token instead",
+                code="remote_without_auth",
+            )
+    where = None if store_uri is None else _describe(store_uri)
+    if store_uri is None:
+        path = default_store_path()
+        path.mkdir(parents=True, exist_ok=True)
+        store_uri = path.as_uri()
+        where = f"{path} (the user-data directory; --store chooses another)"
     options: dict[str, Any] = {}
     if store_uri.startswith(("bolt", "neo4j")):
         options = {"auth": auth, "database": database}
@@ -792,71 +899,55 @@ def run(
             tenant,
             principal,
             default_scopes=default_scopes,
+            allowed_scopes=allowed_scopes,
             environment=environment,
             clearance=clearance,
             source_trust=source_trust,
+            token_verifier=verifier,
+            auth=http_auth if verifier is not None else None,
         )
+        print(f"graphmem MCP server: tenant {tenant}, principal {principal}", file=log)
+        print(f"graphmem MCP server: store {where}", file=log)
         if transport == "stdio":
+            log.flush()
             server.run("stdio")
         else:
+            how = "NO authentication (--no-auth)"
+            if http_auth is not None and http_auth.resource_server_url is not None:
+                how = (
+                    f"OAuth access token for {http_auth.resource_server_url} required "
+                    f"(authorization server {http_auth.issuer_url})"
+                )
+            elif verifier is not None:
+                how = "bearer token required"
+            print(f"graphmem MCP server: {_url(host, port)}/mcp, {how}", file=log)
+            if not _is_loopback(host):
+                print(
+                    f"graphmem MCP server: warning: {host} is not loopback and this is plain HTTP; "
+                    "serve it only behind TLS (a bearer token is a password)",
+                    file=log,
+                )
+            log.flush()
             server.run("streamable-http", host=host, port=port)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m graphmem.integrations.mcp_server``: parse the command line and ``run``."""
-    parser = argparse.ArgumentParser(
-        prog="python -m graphmem.integrations.mcp_server",
-        description="Serve graphmem to an agent over MCP, for one tenant and principal.",
-    )
-    parser.add_argument(
-        "--store",
-        default=os.environ.get("GRAPHMEM_STORE", "memory://"),
-        help="memory://, file:///path, bolt://host:7687 or neo4j://host:7687 (env GRAPHMEM_STORE)",
-    )
-    parser.add_argument("--tenant", required=True, help="The only tenant this server can reach.")
-    parser.add_argument("--principal", required=True, help="Who the agent acts as (proposer, requester).")
-    parser.add_argument("--scope", action="append", default=[], help="A default read scope (repeatable).")
-    parser.add_argument(
-        "--env", action="append", default=[], help="A capability of the agent's environment (repeatable)."
-    )
-    parser.add_argument(
-        "--clearance", choices=[s.value for s in Sensitivity], default=Sensitivity.INTERNAL.value
-    )
-    parser.add_argument(
-        "--trust-sources",
-        action="store_true",
-        help="Treat the sources agents cite as trusted (only for agents whose inputs you trust).",
-    )
-    parser.add_argument("--transport", choices=["stdio", "streamable-http"], default="stdio")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8765)
-    parser.add_argument("--database", default=None, help="Neo4j database (default: the server's).")
-    parser.add_argument(
-        "--allow-remote", action="store_true", help="Allow HTTP on a non-loopback address (no auth!)."
-    )
-    args = parser.parse_args(argv)
-    password = os.environ.get("NEO4J_PASSWORD", "")
-    auth = (os.environ.get("NEO4J_USER", "neo4j"), password) if password else None
+    """``python -m graphmem.integrations.mcp_server ARGS``: the same as ``graphmem serve-mcp ARGS``."""
+    import click
+
+    from graphmem.cli import cli
+
+    args = list(sys.argv[1:] if argv is None else argv)
     try:
-        run(
-            args.store,
-            args.tenant,
-            args.principal,
-            transport=args.transport,
-            host=args.host,
-            port=args.port,
-            auth=auth,
-            default_scopes=tuple(args.scope),
-            environment=tuple(args.env),
-            clearance=Sensitivity(args.clearance),
-            source_trust=Trust.TRUSTED if args.trust_sources else Trust.UNTRUSTED,
-            database=args.database,
-            allow_remote=args.allow_remote,
-        )
+        cli.main(["serve-mcp", *args], prog_name="graphmem", standalone_mode=False)
     except GraphmemError as err:
-        parser.exit(2, f"graphmem-mcp: {err}\n")
-    except KeyboardInterrupt:
+        print(f"graphmem-mcp: {err}", file=sys.stderr)
+        return 2
+    except click.exceptions.Abort:
         return 130
+    except click.ClickException as err:
+        err.show()
+        return err.exit_code
     return 0
 
 

@@ -1,0 +1,72 @@
+"""Recall audit events, appended in batches off the read path (both backends).
+
+A recall is a read. Appending its audit event in the same transaction makes
+every recall a write: on the embedded store it takes the writer lock and pays
+a durable commit; on Neo4j it sends every recall to a cluster's leader. So the
+event is queued and a background thread appends the queue within ``delay``
+seconds, in one write; reading the audit log, exporting and closing append the
+queue first. A crash loses at most the events of the last ``delay`` seconds; a
+clean close loses none. Callers who need the event durable before recall
+returns ask for it (``audit_recalls="sync"``) and the backend appends it itself.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from contextlib import suppress
+
+from graphmem.model import AuditEvent
+
+__all__ = ["RecallLog"]
+
+
+class RecallLog:
+    """Queued recall events and the thread that appends them with ``append``."""
+
+    def __init__(self, append: Callable[[Sequence[AuditEvent]], None], delay: float) -> None:
+        self._append = append
+        self._delay = delay
+        self._lock = threading.Lock()
+        self._queue: list[AuditEvent] = []
+        self._wake = threading.Event()
+        self._closed = False
+        self._thread: threading.Thread | None = None
+
+    def add(self, event: AuditEvent) -> None:
+        with self._lock:
+            self._queue.append(event)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="graphmem-recall-audit", daemon=True)
+                self._thread.start()
+        self._wake.set()
+
+    def _run(self) -> None:
+        while not self._closed:
+            self._wake.wait()
+            self._wake.clear()
+            time.sleep(self._delay)
+            # Busy, unreachable or closed: the events stay queued, and the next flush (an
+            # audit read, an export, close) takes them or raises to its caller.
+            with suppress(Exception):
+                self.flush()
+
+    def flush(self) -> None:
+        """Append every queued event now; on failure they stay queued, in order."""
+        with self._lock:
+            events, self._queue = self._queue, []
+        if events:
+            try:
+                self._append(events)
+            except BaseException:
+                with self._lock:
+                    self._queue[:0] = events
+                raise
+
+    def close(self) -> None:
+        self._closed = True
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self.flush()
