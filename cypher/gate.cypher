@@ -1,6 +1,7 @@
 // The read gate as a traversal: candidates are the tenant's memories whose
-// APPLIES_TO scope is reachable upward (WITHIN*0..) from the context's entry
-// scopes, or the one record $record_id wherever it applies. Each gets the
+// APPLIES_TO scope is reachable upward (WITHIN*0.., through edges recorded by
+// $as_of) from the context's entry scopes, or the one record $record_id
+// wherever it applies. Each gets the
 // first failing check of the fixed order as its reason (null = eligible).
 // Mirrors graphmem.gate.drop_reason.
 //
@@ -33,7 +34,8 @@ CALL () {
   WITH 1 AS _ WHERE $record_id IS NULL
   MATCH (entry:Scope {tenant: $tenant})
   WHERE entry.key IN $entry_scopes
-  MATCH (entry)-[:WITHIN*0..]->(s:Scope)
+  MATCH (entry)-[w:WITHIN*0..]->(s:Scope)
+  WHERE all(x IN w WHERE x.recorded IS NULL OR x.recorded <= $as_of)
   WITH collect(DISTINCT s.key) AS reached
   MATCH (m)-[r:APPLIES_TO]->()
   USING INDEX SEEK r:APPLIES_TO(tenant, scope, policy, id, g)
@@ -45,8 +47,8 @@ CALL () {
   WITH 1 AS _ WHERE $record_id IS NOT NULL
   MATCH (m:Memory {tenant: $tenant, id: $record_id})-[r:APPLIES_TO]->(s:Scope)
   RETURN m, r.id AS id, r.policy AS policy, r.g AS g, (s.type <> 'run' OR s.key IN $own_runs) AND EXISTS {
-    MATCH (entry:Scope {tenant: $tenant})-[:WITHIN*0..]->(s)
-    WHERE entry.key IN $entry_scopes
+    MATCH (entry:Scope {tenant: $tenant})-[w:WITHIN*0..]->(s)
+    WHERE entry.key IN $entry_scopes AND all(x IN w WHERE x.recorded IS NULL OR x.recorded <= $as_of)
   } AS in_scope
 }
 // A record recorded after $as_of was no candidate then (graphmem.gate.unknown_at);

@@ -213,8 +213,14 @@ def test_a_format_2_store_is_migrated_in_place(tmp_path: Path, tenant: str) -> N
         store.supersede(tenant, "c1", claim(tenant, "c2", 20, valid_from=5), reason="corrected")
     # Format 2 had no knowledge-time columns.
     conn = sqlite3.connect(path / DB_NAME)
-    for table, column in (("records", "known_from"), ("records", "changed_at"), ("lineage", "recorded")):
+    for table, column in (
+        ("records", "known_from"),
+        ("records", "changed_at"),
+        ("lineage", "recorded"),
+        ("within", "recorded"),
+    ):
         conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+    conn.execute("DROP TABLE versions")
     conn.execute("PRAGMA user_version = 2")
     conn.commit()
     conn.close()
@@ -310,3 +316,19 @@ def test_a_contest_and_its_resolution_count_from_when_they_were_recorded(
     )
     assert reason(timed, ctx(tenant, 15, as_of=15), email.record_id) is DropReason.ERASED
     assert timed.verify(receipt, then).forgotten == (email.record_id,)
+
+
+def test_a_scope_nesting_counts_from_when_it_was_recorded(
+    timed: MemoryStore, clock: Clock, tenant: str
+) -> None:
+    timed.add(episode(tenant, "e1", 1).model_copy(update={"scope": "domain:payments"}))
+    timed.add(episode(tenant, "e2", 1))
+    clock.at = day(10)
+    then = ctx(tenant, 10)
+    receipt = timed.recall(then, "capture").receipt
+    assert receipt.selected_ids == ("e2",)
+    clock.at = day(20)
+    timed.scope_within(tenant, SCOPE, "domain:payments")  # the gateway's records now see the domain's
+    assert reason(timed, ctx(tenant, 10), "e1") is DropReason.SCOPE_MISMATCH
+    assert set(timed.recall(ctx(tenant, 10, as_of=20), "capture").ids) == {"e1", "e2"}
+    assert timed.verify(receipt, then)

@@ -3,6 +3,7 @@ verification of an earlier receipt; tampering with the receipt or the data alway
 
 from __future__ import annotations
 
+import contextlib
 import random
 import uuid
 from datetime import datetime, timedelta
@@ -14,6 +15,7 @@ from graphmem import (
     ForgetMode,
     ForgetRequest,
     Kind,
+    LineageError,
     MemoryRecord,
     MemoryStore,
     ReadContext,
@@ -28,6 +30,7 @@ from tests.test_knowledge_time import Clock, delete_behind_the_store
 
 DAY = timedelta(days=1)
 SCOPES = ["case:c1", "case:c2"]
+ALL_SCOPES = [*SCOPES, "domain:d"]
 WORDS = ["capture", "retry", "gateway", "timeout", "refund", "charge"]
 THEN = T0 + 10 * DAY
 
@@ -37,7 +40,7 @@ def _content(rng: random.Random) -> str:
 
 
 def _record(rng: random.Random, tenant: str, rid: str, recorded: datetime) -> MemoryRecord:
-    scope = rng.choice(SCOPES)
+    scope = rng.choice(ALL_SCOPES)
     if rng.random() < 0.5:
         return MemoryRecord(
             id=rid,
@@ -86,7 +89,13 @@ def _later_writes(timed: MemoryStore, clock: Clock, tenant: str, rng: random.Ran
     for k in range(rng.randint(1, 8)):
         clock.at = THEN + (k + 1) * DAY
         ids = [r.id for r in timed.backend.all_records(tenant) if r.status.value == "active"]
-        action = rng.choice(["add", "add", "supersede", "invalidate", "merge", "contest"])
+        action = rng.choice(["add", "add", "supersede", "invalidate", "merge", "contest", "nest"])
+        if action == "nest":
+            # A scope nesting recorded later: the earlier recall did not reach through it.
+            child, parent = rng.sample(ALL_SCOPES, 2)
+            with contextlib.suppress(LineageError):
+                timed.scope_within(tenant, child, parent)
+            continue
         if action == "add" or not ids:
             timed.add(_record(rng, tenant, f"n{k}", clock.at))
             continue

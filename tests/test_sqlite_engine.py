@@ -166,7 +166,9 @@ def test_check_lists_each_violation(tmp_path: Path, tenant: str) -> None:
         conn.execute("INSERT INTO derived VALUES (?, 'r0', 'ghost')", (tenant,))
         conn.execute("INSERT INTO derived VALUES (?, 'r1', 'r2'), (?, 'r2', 'r1')", (tenant, tenant))
         conn.execute("UPDATE records SET body = replace(body, 'payment 3', 'payment 9') WHERE id = 'r3'")
-        conn.execute("INSERT INTO within VALUES (?, 'case:x', 'case:y', 99)", (tenant,))
+        conn.execute(
+            "INSERT INTO within (tenant, child, parent, seq) VALUES (?, 'case:x', 'case:y', 99)", (tenant,)
+        )
     conn.close()
     damaged = runner.invoke(cli, ["--store", f"file://{path}", "check"])
     assert damaged.exit_code == 1

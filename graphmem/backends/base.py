@@ -73,10 +73,14 @@ class UpdateRecord(GraphmemModel):
 
 
 class ScopeWithin(GraphmemModel):
+    """``child`` WITHIN ``parent``, recorded at ``recorded`` (None: known at every time): a
+    read as of an earlier knowledge time does not reach through it."""
+
     op: Literal["scope_within"] = "scope_within"
     tenant: str
     child: str
     parent: str
+    recorded: AwareDatetime | None = None
 
 
 class RelateScopes(GraphmemModel):

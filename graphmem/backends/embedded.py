@@ -99,6 +99,9 @@ _BODY = "SELECT body, fingerprint FROM records"
 # Edge-table lookups join records with CROSS JOIN, which keeps the edge table the outer loop:
 # given ORDER BY r.id, SQLite would otherwise walk every record of the tenant in id order.
 _PARENTS = "SELECT parent FROM within WHERE tenant = ? AND child = ?"
+_PARENTS_KNOWN = (
+    "SELECT parent FROM within WHERE tenant = ? AND child = ? AND (recorded IS NULL OR recorded <= ?)"
+)
 _GATE_COLUMNS = (
     "id, fingerprint, kind, policy, status, start, stop, recency, sensitivity, succeeded, "
     "preconditions, superseded_at, invalidated_at, scope, content, embedding, known_from, changed_at"
@@ -324,9 +327,9 @@ class EmbeddedBackend:
         if isinstance(op, ScopeWithin):
             self._scope(conn, op.tenant, op.child, op.parent)
             conn.execute(
-                "INSERT OR IGNORE INTO within (tenant, child, parent, seq) "
-                "VALUES (?, ?, ?, (SELECT coalesce(max(seq), 0) + 1 FROM within))",
-                (op.tenant, op.child, op.parent),
+                "INSERT OR IGNORE INTO within (tenant, child, parent, recorded, seq) "
+                "VALUES (?, ?, ?, ?, (SELECT coalesce(max(seq), 0) + 1 FROM within))",
+                (op.tenant, op.child, op.parent, ts(op.recorded)),
             )
         elif isinstance(op, RelateScopes):
             self._scope(conn, op.tenant, op.a, op.b)
@@ -601,12 +604,12 @@ class EmbeddedBackend:
     def scope_descendants(self, tenant: str, scope: str) -> set[str]:
         return self._walk(tenant, [scope], "SELECT child FROM within WHERE tenant = ? AND parent = ?")
 
-    def _walk(self, tenant: str, start: Sequence[str], step: str) -> set[str]:
+    def _walk(self, tenant: str, start: Sequence[str], step: str, *extra: Any) -> set[str]:
         seen = set(start)
         stack = list(seen)
         with self._read() as conn:
             while stack:
-                for (other,) in conn.execute(step, (tenant, stack.pop())):
+                for (other,) in conn.execute(step, (tenant, stack.pop(), *extra)):
                     if other not in seen:
                         seen.add(other)
                         stack.append(other)
@@ -643,7 +646,8 @@ class EmbeddedBackend:
     ) -> tuple[list[str], set[str], tuple[int, ...]]:
         """(every scope reachable upward from the context, by key; those a record may apply
         to; their revisions)."""
-        reached = sorted(self._walk(ctx.tenant, ctx.entry_scopes, _PARENTS))
+        # Only through the WITHIN edges recorded by the read's knowledge time.
+        reached = sorted(self._walk(ctx.tenant, ctx.entry_scopes, _PARENTS_KNOWN, ts(ctx.known_at)))
         own = set(ctx.own_runs)
         matching = {s for s in reached if scope_type(s) != "run" or s in own}
         revs: dict[str, int] = {}
@@ -920,8 +924,10 @@ class EmbeddedBackend:
         with self._read() as conn:
             records: list[Op] = [PutRecord(record=r) for r in self.all_records(tenant)]
             edges: list[Op] = [
-                ScopeWithin(tenant=tenant, child=c, parent=p)
-                for c, p in conn.execute("SELECT child, parent FROM within WHERE tenant = ?", (tenant,))
+                ScopeWithin(tenant=tenant, child=c, parent=p, recorded=_dt(rec))
+                for c, p, rec in conn.execute(
+                    "SELECT child, parent, recorded FROM within WHERE tenant = ?", (tenant,)
+                )
             ]
             edges += [
                 RelateScopes(tenant=tenant, a=a, rel_type=t, b=b)

@@ -781,7 +781,11 @@ class Neo4jBackend:
         edges: list[Op] = []
         for row in self._read("export_scope_edges", tenant=tenant):
             if row["label"] == "WITHIN":
-                edges.append(ScopeWithin(tenant=tenant, child=row["a"], parent=row["b"]))
+                edges.append(
+                    ScopeWithin(
+                        tenant=tenant, child=row["a"], parent=row["b"], recorded=from_micros(row["recorded"])
+                    )
+                )
             else:
                 edges.append(RelateScopes(tenant=tenant, a=row["a"], rel_type=row["rel_type"], b=row["b"]))
         for row in self._read("export_lineage_edges", tenant=tenant):

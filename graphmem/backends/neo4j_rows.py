@@ -244,6 +244,7 @@ def op_row(op: Op) -> tuple[str, str, Any]:
             "parent": op.parent,
             "child_type": scope_type(op.child),
             "parent_type": scope_type(op.parent),
+            "recorded": micros(op.recorded),
         }
         return "scope_within", op.tenant, row
     if isinstance(op, RelateScopes):

@@ -31,8 +31,8 @@ __all__ = ["DB_NAME", "FORMAT", "RECORD_ROW", "Engine", "corrupt_error", "record
 DB_NAME = "graphmem.sqlite3"
 FORMAT = 3
 """The store format: 0.1 stores (snapshot + journal) were format 1; format 2 had no
-knowledge times (records' ``known_from`` and ``changed_at``, lineage's ``recorded``,
-the ``versions`` table), and is migrated in place when opened."""
+knowledge times (records' ``known_from`` and ``changed_at``, lineage's and within's
+``recorded``, the ``versions`` table), and is migrated in place when opened."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -73,6 +73,7 @@ CREATE TABLE IF NOT EXISTS scopes (
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS within (
     tenant TEXT NOT NULL, child TEXT NOT NULL, parent TEXT NOT NULL, seq INTEGER NOT NULL,
+    recorded TEXT,
     PRIMARY KEY (tenant, child, parent)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS within_parent ON within (tenant, parent);
@@ -238,6 +239,7 @@ class Engine:
                 conn.execute("ALTER TABLE records ADD COLUMN known_from TEXT")
                 conn.execute("ALTER TABLE records ADD COLUMN changed_at TEXT")
                 conn.execute("ALTER TABLE lineage ADD COLUMN recorded TEXT")
+                conn.execute("ALTER TABLE within ADD COLUMN recorded TEXT")
                 conn.execute(
                     "CREATE TABLE IF NOT EXISTS versions (tenant TEXT NOT NULL, id TEXT NOT NULL, "
                     "until TEXT NOT NULL, status TEXT NOT NULL, fingerprint TEXT NOT NULL, "
