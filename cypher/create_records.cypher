@@ -14,7 +14,8 @@
 // id another writer took after the store's check fails the uniqueness
 // constraint instead of being overwritten. The APPLIES_TO edge carries the
 // gate's inputs (see gate.cypher); new records have no SUPERSEDES or
-// INVALIDATED_BY edge yet, so the gate list ends in two "never" times.
+// INVALIDATED_BY edge yet, so the gate list ends in two "never" times, the
+// record's knowledge time (created_at) and "no change recorded".
 UNWIND $groups AS g
 MERGE (s:Scope {tenant: $tenant, key: g[0]})
   ON CREATE SET s.type = g[1]
@@ -34,7 +35,7 @@ FOREACH (_ IN CASE WHEN row[1] = 'semantic' THEN [1] ELSE [] END | SET m:Semanti
 FOREACH (_ IN CASE WHEN row[1] = 'procedural' THEN [1] ELSE [] END | SET m:Procedural)
 CREATE (m)-[:APPLIES_TO {
   tenant: $tenant, scope: row[2], policy: row[6], id: row[0],
-  g: row[24] + [9223372036854775807, 9223372036854775807]
+  g: row[24] + [9223372036854775807, 9223372036854775807, row[16], -9223372036854775807]
 }]->(s)
 FOREACH (source IN row[25] |
   MERGE (x:Source {tenant: $tenant, id: source.id})

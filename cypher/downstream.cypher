@@ -5,5 +5,6 @@ MATCH (:Memory {tenant: $tenant, id: id})<-[:DERIVED_FROM*1..]-(d:Memory)
 WITH DISTINCT d
 RETURN collect([
   [d.json, d.status, d.tombstone, d.sealed, d.id],
-  [(d)-[:DERIVED_FROM]->(p:Memory) | [p.id, p.status, p.superseded_at, p.invalidated_at]]
+  [(d)-[:DERIVED_FROM]->(p:Memory) | [p.id, p.status, p.superseded_at, p.invalidated_at]],
+  d.invalidated_at
 ]) AS dependents

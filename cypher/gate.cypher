@@ -1,6 +1,7 @@
 // The read gate as a traversal: candidates are the tenant's memories whose
-// APPLIES_TO scope is reachable upward (WITHIN*0..) from the context's entry
-// scopes, or the one record $record_id wherever it applies. Each gets the
+// APPLIES_TO scope is reachable upward (WITHIN*0.., through edges recorded by
+// $as_of) from the context's entry scopes, or the one record $record_id
+// wherever it applies. Each gets the
 // first failing check of the fixed order as its reason (null = eligible).
 // Mirrors graphmem.gate.drop_reason.
 //
@@ -14,10 +15,15 @@
 // -2^63+1 / 2^63-1), 4 sensitivity rank, 5 verified success (1/0), 6 recency
 // in µs, 7 has an embedding (1/0), 8 and 9 the fingerprint's tokens (its
 // first 120 bits as two integers), 10 superseded at and 11 invalidated at in
-// µs (2^63-1 = never). A run scope is in scope only if it is one of
-// $own_runs. Preconditions are stored as keyed tokens: $environment holds the
-// caller's capabilities as tokens and, for records written before encryption,
-// as themselves. wrong_tenant cannot occur: every candidate is one of the
+// µs (2^63-1 = never), 12 the record's knowledge time (created_at) and 13 the
+// latest time one of its SUPERSEDES / INVALIDATED_BY edges was recorded, in µs
+// (-2^63+1 = none; both absent in lists written before knowledge time, which
+// are then known at every time). A read whose knowledge time $as_of is before
+// entry 13 looks at the edges themselves: only those recorded by $as_of count.
+// A run scope is in scope only if it is one of $own_runs. Preconditions are
+// stored as keyed tokens: $environment holds the caller's capabilities as
+// tokens and, for records written before encryption, as themselves.
+// wrong_tenant cannot occur: every candidate is one of the
 // tenant's own edges, and no edge crosses tenants.
 //
 // One row of parallel lists: candidate ids, both fingerprint tokens (first,
@@ -30,7 +36,8 @@ CALL () {
   WITH 1 AS _ WHERE $record_id IS NULL
   MATCH (entry:Scope {tenant: $tenant})
   WHERE entry.key IN $entry_scopes
-  MATCH (entry)-[:WITHIN*0..]->(s:Scope)
+  MATCH (entry)-[w:WITHIN*0..]->(s:Scope)
+  WHERE all(x IN w WHERE x.recorded IS NULL OR x.recorded <= $as_of)
   WITH collect(DISTINCT s.key) AS reached
   MATCH (m)-[r:APPLIES_TO]->()
   USING INDEX SEEK r:APPLIES_TO(tenant, scope, policy, id, g)
@@ -42,18 +49,40 @@ CALL () {
   WITH 1 AS _ WHERE $record_id IS NOT NULL
   MATCH (m:Memory {tenant: $tenant, id: $record_id})-[r:APPLIES_TO]->(s:Scope)
   RETURN m, r.id AS id, r.policy AS policy, r.g AS g, (s.type <> 'run' OR s.key IN $own_runs) AND EXISTS {
-    MATCH (entry:Scope {tenant: $tenant})-[:WITHIN*0..]->(s)
-    WHERE entry.key IN $entry_scopes
+    MATCH (entry:Scope {tenant: $tenant})-[w:WITHIN*0..]->(s)
+    WHERE entry.key IN $entry_scopes AND all(x IN w WHERE x.recorded IS NULL OR x.recorded <= $as_of)
   } AS in_scope
 }
-WITH m, id, g, CASE
+// A record recorded after $as_of was no candidate then (graphmem.gate.unknown_at);
+// asked about by id, it is not_yet_valid.
+WITH m, id, policy, g, in_scope WHERE $record_id IS NOT NULL OR g[12] IS NULL OR g[12] <= $as_of
+// A record overwritten after $as_of (approved, contested, resolved, merged) is seen
+// as the version it then had: the first kept version (m.v_until, ...) still held at
+// $as_of replaces the status and fingerprint tokens; a forgotten status
+// ($forgotten codes) holds at every time.
+WITH m, id, policy, g, in_scope, CASE
+  WHEN g[13] IS NOT NULL AND $as_of < g[13] AND NOT g[1] IN $forgotten AND m.v_until IS NOT NULL
+  THEN head([i IN range(0, size(m.v_until) - 1) WHERE m.v_until[i] > $as_of])
+END AS v
+WITH m, id, policy, in_scope, v, CASE WHEN v IS NULL THEN g
+  ELSE g[0..1] + [m.v_status[v]] + g[2..8] + [m.v_tok1[v], m.v_tok2[v]] + g[10..] END AS g
+WITH m, id, g, v, CASE
   WHEN NOT $kind_mask[g[0]] THEN 'kind_not_requested'
   WHEN policy <> $policy THEN 'policy_mismatch'
   WHEN g[1] <> 0 THEN $statuses[g[1]]
+  WHEN $as_of < g[12] THEN 'not_yet_valid'
   WHEN $now < g[2] THEN 'not_yet_valid'
   WHEN $now >= g[3] THEN 'expired'
-  WHEN g[10] <= $now THEN 'superseded'
-  WHEN g[11] <= $now THEN 'invalidated'
+  WHEN CASE WHEN g[13] IS NULL OR $as_of >= g[13] THEN g[10] <= $now
+    ELSE EXISTS {
+      MATCH (m)<-[e:SUPERSEDES]-(:Memory)
+      WHERE e.at <= $now AND (e.recorded IS NULL OR e.recorded <= $as_of)
+    } END THEN 'superseded'
+  WHEN CASE WHEN g[13] IS NULL OR $as_of >= g[13] THEN g[11] <= $now
+    ELSE EXISTS {
+      MATCH (m)-[e:INVALIDATED_BY]->()
+      WHERE e.at <= $now AND (e.recorded IS NULL OR e.recorded <= $as_of)
+    } END THEN 'invalidated'
   WHEN NOT in_scope THEN 'scope_mismatch'
   WHEN g[4] > $clearance_rank THEN 'insufficient_clearance'
   WHEN g[0] = 3 AND g[5] = 0 THEN 'outcome_ineligible'
@@ -61,7 +90,8 @@ WITH m, id, g, CASE
   ELSE ''
 END AS reason
 RETURN collect(id) AS ids, collect(g[8]) AS first, collect(g[9]) AS second,
-  collect(CASE WHEN $fingerprints THEN m.fingerprint END) AS fingerprints, collect(reason) AS reasons,
+  collect(CASE WHEN $fingerprints THEN CASE WHEN v IS NULL THEN m.fingerprint ELSE m.v_fp[v] END END)
+    AS fingerprints, collect(reason) AS reasons,
   collect(CASE WHEN reason = '' THEN g[6] END) AS recency,
   collect(CASE WHEN $with_content AND reason = '' THEN [m.content, CASE WHEN g[7] = 1 THEN m.embedding END] END)
     AS docs

@@ -1,7 +1,11 @@
 // Create or replace memory records of one tenant ($tenant), grouped by scope
 // like create_records.cypher (same row layout). A replaced record keeps its
-// SUPERSEDES / INVALIDATED_BY effect times in the last two entries of the gate
-// list on its APPLIES_TO edge.
+// SUPERSEDES / INVALIDATED_BY effect times and the latest time one of them was
+// recorded (entries 10, 11 and 13 of the gate list on its APPLIES_TO edge).
+// Row entry 27, when not null, is the version the row replaces ([until µs,
+// status code, fingerprint, its two tokens]), appended to the node's version
+// lists (v_until, v_status, v_fp, v_tok1, v_tok2) for replays as of earlier
+// knowledge times (see gate.cypher).
 UNWIND $groups AS g
 MERGE (s:Scope {tenant: $tenant, key: g[0]})
   ON CREATE SET s.type = g[1]
@@ -16,6 +20,12 @@ SET m += {
   expires_at: row[20], fingerprint: row[21], json: row[22],
   tombstone: row[23], sealed: row[26]
 }
+FOREACH (v IN CASE WHEN row[27] IS NULL THEN [] ELSE [row[27]] END |
+  SET m.v_until = coalesce(m.v_until, []) + [v[0]], m.v_status = coalesce(m.v_status, []) + [v[1]],
+    m.v_fp = coalesce(m.v_fp, []) + [v[2]], m.v_tok1 = coalesce(m.v_tok1, []) + [v[3]],
+    m.v_tok2 = coalesce(m.v_tok2, []) + [v[4]],
+    m.changed_at = CASE WHEN m.changed_at IS NULL OR m.changed_at < v[0] THEN v[0] ELSE m.changed_at END
+)
 FOREACH (_ IN CASE WHEN row[1] = 'working' THEN [1] ELSE [] END | SET m:Working)
 FOREACH (_ IN CASE WHEN row[1] = 'episodic' THEN [1] ELSE [] END | SET m:Episodic)
 FOREACH (_ IN CASE WHEN row[1] = 'semantic' THEN [1] ELSE [] END | SET m:Semantic)
@@ -28,7 +38,8 @@ CALL (m, row) {
 }
 MERGE (m)-[r:APPLIES_TO]->(s)
 SET r.tenant = $tenant, r.scope = row[2], r.policy = row[6], r.id = row[0],
-  r.g = row[24] + [coalesce(m.superseded_at, 9223372036854775807), coalesce(m.invalidated_at, 9223372036854775807)]
+  r.g = row[24] + [coalesce(m.superseded_at, 9223372036854775807), coalesce(m.invalidated_at, 9223372036854775807),
+    row[16], coalesce(m.changed_at, -9223372036854775807)]
 FOREACH (source IN row[25] |
   MERGE (x:Source {tenant: $tenant, id: source.id})
   SET x += source

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Concatenate, Literal, ParamSpec, Protocol, TypeVar
 
-from graphmem.backends.base import Backend, Op
+from graphmem.backends.base import AddEdge, Backend, Op, PriorVersion, ScopeWithin
 from graphmem.errors import TransactionConflict
 from graphmem.model import MemoryRecord, ReadContext, Selection, WritePolicy
 
@@ -111,6 +111,23 @@ class StoreCore:
     write_policy: WritePolicy
     audit_recalls: bool | Literal["sync"]
     max_query_chars: int
+
+    def _apply(self, ops: Sequence[Op]) -> None:
+        """Apply ``ops`` as one batch, each lineage change and scope nesting stamped with the
+        time the store records it (its knowledge time; an import keeps the times it carries)."""
+        recorded = self.clock()
+        self.backend.apply(
+            [
+                op.model_copy(update={"recorded": recorded})
+                if isinstance(op, AddEdge | ScopeWithin) and op.recorded is None
+                else op
+                for op in ops
+            ]
+        )
+
+    def _prior(self, record: MemoryRecord) -> PriorVersion:
+        """``record`` as stored now, kept when a change overwrites it (recorded now)."""
+        return PriorVersion(until=self.clock(), status=record.status, fingerprint=record.fingerprint())
 
     if TYPE_CHECKING:
 

@@ -123,12 +123,14 @@ def _procedure_v2(tenant: str) -> MemoryRecord:
 
 
 def build_store(store: MemoryStore, tenant: str = TENANT) -> MemoryStore:
-    """Write the scenario into ``store`` under ``tenant``."""
-    store.scope_within(tenant, f"run:{RUN}", SCOPE)
-    store.scope_within(tenant, SCOPE, DOMAIN)
-    store.add_many(_records(tenant))
+    """Write the scenario into ``store`` under ``tenant``, as recorded by ``NOW``: a recall at
+    ``NOW`` knows all of it, and the walk-through is the same on every run."""
+    at_now = MemoryStore(store.backend, clock=lambda: NOW, min_support=store.min_support)
+    at_now.scope_within(tenant, f"run:{RUN}", SCOPE)
+    at_now.scope_within(tenant, SCOPE, DOMAIN)
+    at_now.add_many(_records(tenant))
     v2 = _procedure_v2(tenant)
-    store.supersede(tenant, "proc-capture-retry-v1", v2, reason="v2 reads status back first")
+    at_now.supersede(tenant, "proc-capture-retry-v1", v2, reason="v2 reads status back first")
     return store
 
 
@@ -179,5 +181,5 @@ def run_demo(store: MemoryStore | None = None, tenant: str = TENANT) -> DemoResu
         procedure_v2_env=procedure_v2,
         procedure_v1_env=procedure_v1,
         history=history,
-        receipt_verified=store.verify(procedure_v2.receipt, v2),
+        receipt_verified=bool(store.verify(procedure_v2.receipt, v2)),
     )

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from datetime import datetime
 
 from graphmem.backends.base import Dependent, ParentState
 from graphmem.model import MemoryRecord, Status
 
-__all__ = ["FORGOTTEN", "lost_support", "support_count", "support_ends"]
+__all__ = ["FORGOTTEN", "lost_support", "support_count", "support_ends", "support_runs_out"]
 
 FORGOTTEN = frozenset({Status.REVOKED, Status.ERASED, Status.RELEASED})
 
@@ -93,3 +94,52 @@ def support_ends(
         return None
     ends.sort()
     return ends[lasting + len(ends) - min_support]
+
+
+def support_runs_out(
+    dependents: Iterable[Dependent],
+    ends: Mapping[str, datetime],
+    min_support: int,
+    dead: frozenset[str] = frozenset(),
+) -> list[tuple[MemoryRecord, datetime, str]]:
+    """Dependents whose support runs out earlier than they are invalidated now, once the
+    records in ``ends`` stop holding at the given times (and ``dead`` ones are forgotten):
+    (record, when its support runs out, the parent whose end ends it), transitively.
+
+    Support is recomputed from every parent's end, whatever the order the ends were
+    recorded in: the record is invalidated when the last support it needs has ended,
+    even if that end was recorded before the change that made it the last.
+    """
+    deps = [d for d in dependents if d.record.status not in FORGOTTEN and d.record.id not in dead]
+    states = {p.id: p for d in deps for p in d.parents}
+    for rid, at in ends.items():
+        held = states.get(rid)
+        if held is not None and (held.invalidated_at is None or at < held.invalidated_at):
+            states[rid] = replace(held, invalidated_at=at)
+    own = {d.record.id: d.invalidated_at for d in deps}
+    for rid, at in ends.items():  # a change in the same batch already ends these
+        if rid in own:
+            current = own[rid]
+            own[rid] = at if current is None or at < current else current
+    fallen: dict[str, tuple[MemoryRecord, datetime, str]] = {}
+    changed = True
+    while changed:
+        changed = False
+        for dep in deps:
+            rid = dep.record.id
+            found = support_ends(
+                dep.record, (states.get(p.id, p) for p in dep.parents), set(dead), min_support
+            )
+            if found is None:
+                continue
+            at, cause = found
+            current = own[rid]
+            if current is not None and current <= at:
+                continue
+            own[rid] = at
+            fallen[rid] = (dep.record, at, cause)
+            held = states.get(rid)
+            if held is not None:
+                states[rid] = replace(held, invalidated_at=at)
+            changed = True
+    return list(fallen.values())

@@ -30,7 +30,7 @@ from graphmem._core import StoreCore, bulk, transactional
 from graphmem.backends.base import AddEdge, AppendAudit, Dependent, Op, UpdateRecord
 from graphmem.errors import ContractViolation, LineageError, NotFound
 from graphmem.importing import plan_import
-from graphmem.lineage import FORGOTTEN, lost_support, support_count, support_ends
+from graphmem.lineage import FORGOTTEN, lost_support, support_count, support_ends, support_runs_out
 from graphmem.model import (
     AuditEvent,
     ForgetEntry,
@@ -77,11 +77,14 @@ class LineageOps(StoreCore):
             raise NotFound(f"cannot {verb} {record_id!r}: no such record in tenant {tenant!r}")
         return record
 
-    def _cascade_invalidation(self, tenant: str, changed: str, at: datetime, origin: str) -> list[Op]:
-        """INVALIDATED_BY edges for every record derived from ``changed`` that loses its support at ``at``."""
-        fallen = lost_support(
-            self.backend.downstream(tenant, [changed]), [changed], at=at, min_support=self.min_support
-        )
+    def _cascade_invalidation(
+        self, tenant: str, ends: dict[str, datetime], origin: str, dead: frozenset[str] = frozenset()
+    ) -> list[Op]:
+        """INVALIDATED_BY edges for every record derived from the records of ``ends`` whose support
+        runs out earlier than it is invalidated now, once those stop holding at their times."""
+        if not ends:
+            return []
+        fallen = support_runs_out(self.backend.downstream(tenant, sorted(ends)), ends, self.min_support, dead)
         return [
             AddEdge(
                 tenant=tenant,
@@ -91,7 +94,7 @@ class LineageOps(StoreCore):
                 at=at,
                 reason=f"lost support: {cause} ({origin})",
             )
-            for record, cause in fallen
+            for record, at, cause in fallen
         ]
 
     @transactional
@@ -137,7 +140,7 @@ class LineageOps(StoreCore):
                 )
         at = new_record.valid_from or new_record.event_time or self.clock()
         edge = AddEdge(tenant=tenant, label="SUPERSEDES", src=new_record.id, dst=old_id, at=at, reason=reason)
-        cascade = self._cascade_invalidation(tenant, old_id, at, f"{old_id} superseded by {new_record.id}")
+        cascade = self._cascade_invalidation(tenant, {old_id: at}, f"{old_id} superseded by {new_record.id}")
         self._write_new(
             [new_record],
             extra=[edge, *cascade],
@@ -177,12 +180,12 @@ class LineageOps(StoreCore):
             at=when,
             reason=reason,
         )
-        cascade = self._cascade_invalidation(tenant, record_id, when, f"{record_id} invalidated by {by}")
+        cascade = self._cascade_invalidation(tenant, {record_id: when}, f"{record_id} invalidated by {by}")
         ids = (record_id, *(e.src for e in cascade if isinstance(e, AddEdge)))
         event = AuditEvent(
             tenant=tenant, action="invalidated", record_ids=ids, reason=reason, at=self.clock()
         )
-        self.backend.apply([edge, *cascade, AppendAudit(event=event)])
+        self._apply([edge, *cascade, AppendAudit(event=event)])
 
     # -- consolidation ----------------------------------------------------
 
@@ -284,7 +287,8 @@ class LineageOps(StoreCore):
             root=record_id,
             nodes=tuple(nodes),
             edges=tuple(
-                LineageEdge(src=e.src, dst=e.dst, type=e.type, at=e.at, reason=e.reason) for e in edges
+                LineageEdge(src=e.src, dst=e.dst, type=e.type, at=e.at, reason=e.reason, recorded=e.recorded)
+                for e in edges
             ),
         )
 
@@ -402,10 +406,12 @@ class LineageOps(StoreCore):
         # A survivor whose remaining support is only superseded or invalidated parents stops
         # holding when the last of them did: it is invalidated from then on.
         timed: list[Op] = []
+        ends_at: dict[str, datetime] = {}
         for dep in survivors:
             ends = support_ends(dep.record, dep.parents, dead, minimum, dead_sources)
-            if ends is not None:
+            if ends is not None and (dep.invalidated_at is None or ends[0] < dep.invalidated_at):
                 at, cause = ends
+                ends_at[dep.record.id] = min(at, ends_at.get(dep.record.id, at))
                 timed.append(
                     AddEdge(
                         tenant=req.tenant,
@@ -416,9 +422,7 @@ class LineageOps(StoreCore):
                         reason=f"lost support: {cause} ({req.target} forgotten)",
                     )
                 )
-                timed += self._cascade_invalidation(
-                    req.tenant, dep.record.id, at, f"{dep.record.id} lost support"
-                )
+        timed += self._cascade_invalidation(req.tenant, ends_at, f"{req.target} forgotten", frozenset(dead))
         return self._apply_forget(req, target_type, now, entries, cascaded, kept, dead_sources, timed)
 
     def _apply_forget(
@@ -494,7 +498,7 @@ class LineageOps(StoreCore):
         )
         ops += timed
         ops.append(AppendAudit(event=event))
-        self.backend.apply(ops)
+        self._apply(ops)
         if erase:
             forget_cached_terms()
         return ForgetReport(

@@ -15,12 +15,15 @@ __all__ = [
     "decisions_digest",
     "digest_of_fragments",
     "json_string",
+    "receipt_differences",
     "receipt_is_consistent",
+    "receipt_problems",
 ]
 
 
 def _context_digest(ctx: ReadContext, query: str, query_embedding: Sequence[float] | None) -> str:
     body = ctx.model_dump(mode="json")
+    body["as_of"] = body["as_of"] or body["now"]  # a default as_of is now
     body["query"] = query
     body["query_embedding"] = None if query_embedding is None else list(query_embedding)
     return sha256(canonical_json(body))
@@ -80,6 +83,8 @@ def build_receipt(
     """Assemble a recall's receipt from the digests of its candidates and decisions."""
     parts: dict[str, Any] = {
         "selector_version": selector_version,
+        "now": ctx.now,
+        "as_of": ctx.known_at,
         "query": query,
         "query_embedding": None if query_embedding is None else list(query_embedding),
         "context_digest": _context_digest(ctx, query, query_embedding),
@@ -88,15 +93,49 @@ def build_receipt(
         "decisions_digest": decisions,
         "selected_ids": list(selected_ids),
     }
-    return Receipt(**parts, digest=_top_digest(parts))
+    draft = Receipt(**parts, digest="")
+    body = draft.model_dump(mode="json")
+    del body["digest"]
+    return draft.model_copy(update={"digest": _top_digest(body)})
+
+
+def receipt_problems(receipt: Receipt, ctx: ReadContext) -> list[str]:
+    """What is wrong with the receipt before any replay: parts that do not match its digest
+    or its selection, or a context other than the one it was made for."""
+    parts = receipt.model_dump(mode="json")
+    digest = parts.pop("digest")
+    problems: list[str] = []
+    if digest != _top_digest(parts):
+        problems.append("receipt: its parts do not match its digest")
+    if receipt.selection_digest != sha256(canonical_json(list(receipt.selected_ids))):
+        problems.append("order: the selected ids do not match the selection digest")
+    if receipt.context_digest != _context_digest(ctx, receipt.query, receipt.query_embedding) or (
+        receipt.as_of is not None and (receipt.now, receipt.as_of) != (ctx.now, ctx.known_at)
+    ):
+        problems.append("context: the receipt was made for another read context (or its times differ)")
+    return problems
 
 
 def receipt_is_consistent(receipt: Receipt, ctx: ReadContext) -> bool:
     """Whether the receipt's parts match its digest, its selection and the given context."""
-    parts = receipt.model_dump(mode="json")
-    digest = parts.pop("digest")
-    return (
-        digest == _top_digest(parts)
-        and receipt.selection_digest == sha256(canonical_json(list(receipt.selected_ids)))
-        and receipt.context_digest == _context_digest(ctx, receipt.query, receipt.query_embedding)
-    )
+    return not receipt_problems(receipt, ctx)
+
+
+def receipt_differences(receipt: Receipt, again: Receipt, gone: Sequence[str]) -> list[str]:
+    """What differs between a receipt and its replay ``again``; ``gone`` are selected ids
+    the store no longer holds as candidates."""
+    differences = [f"candidate gone without a forget: {rid}" for rid in gone]
+    if receipt.candidates_digest != again.candidates_digest:
+        differences.append("candidates: a record's content or fingerprint, or the set of candidates, differs")
+    if receipt.selected_ids != again.selected_ids:
+        if sorted(receipt.selected_ids) == sorted(again.selected_ids):
+            differences.append("order: the same records are selected in another order")
+        else:
+            differences.append(
+                f"selection: {list(receipt.selected_ids)!r} then, {list(again.selected_ids)!r} now"
+            )
+    if receipt.decisions_digest != again.decisions_digest:
+        differences.append("decisions: a candidate's drop reason or score differs")
+    if receipt.selector_version != again.selector_version:
+        differences.append(f"selector: version {receipt.selector_version} then, {again.selector_version} now")
+    return differences or ["receipt: its digest differs from the replay's"]

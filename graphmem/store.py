@@ -55,12 +55,13 @@ from graphmem.model import (
     ReadContext,
     Receipt,
     Selection,
+    VerifyResult,
     WritePolicy,
     utcnow,
 )
 from graphmem.model.base import validated
 from graphmem.ranking import SELECTOR_VERSION
-from graphmem.receipts import build_receipt, receipt_is_consistent
+from graphmem.receipts import build_receipt, receipt_differences, receipt_problems
 from graphmem.write_ops import WriteGateOps
 
 __all__ = ["MemoryStore"]
@@ -406,7 +407,7 @@ class MemoryStore(LineageOps, WriteGateOps):
                 )
                 for tenant, group in by_tenant.items()
             )
-        self.backend.apply(ops)
+        self._apply(ops)
         return batch
 
     def _parent_states(self, tenant: str, record_ids: Sequence[str]) -> dict[str, ParentState]:
@@ -506,14 +507,14 @@ class MemoryStore(LineageOps, WriteGateOps):
             )
         if parent in self.backend.scope_parents(tenant, child):
             return
-        self.backend.apply([ScopeWithin(tenant=tenant, child=child, parent=parent)])
+        self._apply([ScopeWithin(tenant=tenant, child=child, parent=parent)])
 
     @transactional
     def relate_scopes(self, tenant: str, a: str, rel_type: str, b: str) -> None:
         """Declare a typed relation between two scopes, e.g. ``merchant:m1 USES system:gw-2``."""
         tenant, a, b = check_tenant(tenant), check_scope(a), check_scope(b)
         check_rel_type(rel_type)
-        self.backend.apply([RelateScopes(tenant=tenant, a=a, rel_type=rel_type, b=b)])
+        self._apply([RelateScopes(tenant=tenant, a=a, rel_type=rel_type, b=b)])
 
     # -- reading ----------------------------------------------------------
 
@@ -641,15 +642,49 @@ class MemoryStore(LineageOps, WriteGateOps):
             raise NotFound(f"record {record_id!r} changed while it was explained; ask again")
         return Decision(record_id=record_id, selected=outcome[0], reason=outcome[1], score=outcome[2])
 
-    def verify(self, receipt: Receipt, ctx: ReadContext) -> bool:
-        """Recompute ``receipt`` against the store as of ``ctx.now``; False on any difference."""
+    def verify(self, receipt: Receipt, ctx: ReadContext) -> VerifyResult:
+        """Replay ``receipt``'s recall as of its knowledge time and say what differs.
+
+        ``verified`` when the store still gives exactly this recall (whatever was written
+        after ``as_of``); ``changed_since`` when candidates of the recall were forgotten
+        since (``forgotten`` lists them: forgetting holds at every time, so it legitimately
+        changes a replay); else ``mismatch`` with ``differences``. ``bool(result)`` is true
+        only for ``verified``. Raises ``ContractViolation`` for a value of the wrong type.
+        """
         receipt = check_instance(receipt, Receipt, "not_a_receipt", "verify()'s receipt")
         ctx, _, _ = self._read_args("verify", ctx, receipt.query, receipt.query_embedding)
-        if not receipt_is_consistent(receipt, ctx):
-            return False
+        problems = receipt_problems(receipt, ctx)
+        if problems:
+            return VerifyResult(status="mismatch", differences=tuple(problems))
         with self.backend.reading():
-            again, _ = self._recall_now(ctx, receipt.query, False, receipt.query_embedding)
-        return again == receipt
+            again, decisions = self._recall_now(ctx, receipt.query, True, receipt.query_embedding)
+            if again == receipt:
+                return VerifyResult(status="verified")
+        reasons = {d.record_id: d.reason for d in decisions}
+        gone = sorted(set(receipt.selected_ids) - set(reasons))
+        # Outside the read: the audit log flushes queued recall events first (a write).
+        forgotten = self._forgotten_since(ctx.tenant, ctx.known_at, reasons)
+        if forgotten and not gone:
+            return VerifyResult(status="changed_since", forgotten=tuple(forgotten))
+        return VerifyResult(status="mismatch", differences=tuple(receipt_differences(receipt, again, gone)))
+
+    def _forgotten_since(
+        self, tenant: str, as_of: datetime, reasons: dict[str, DropReason | None]
+    ) -> list[str]:
+        """The candidates a forget request recorded after ``as_of`` took out of use."""
+        forgotten = {
+            DropReason.REVOKED,
+            DropReason.RELEASED,
+            DropReason.ERASED,
+        }
+        out = {
+            rid
+            for event in self.backend.audit(tenant, None, as_of)
+            if event.action == "forgotten" and event.at > as_of
+            for rid in event.record_ids
+            if reasons.get(rid) in forgotten
+        }
+        return sorted(out)
 
     def audit(
         self, tenant: str, record_id: str | None = None, since: datetime | None = None

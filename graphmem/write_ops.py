@@ -140,7 +140,7 @@ class WriteGateOps(StoreCore):
             findings=list(decision.findings),
             policy=decision.policy,
         )
-        self.backend.apply([proposed, rejected])
+        self._apply([proposed, rejected])
         return decision
 
     def _write_proposal(
@@ -177,7 +177,9 @@ class WriteGateOps(StoreCore):
                 proposal_id=decision.proposal_id,
                 policy=policy.version,
             )
-            self.backend.apply([proposed, PutRecord(record=merged, replace=True), audit])
+            self._apply(
+                [proposed, PutRecord(record=merged, replace=True, prior=self._prior(duplicate)), audit]
+            )
             return outcome
         if taken is not None:
             # The deterministic id belongs to a forgotten record: this is a new memory.
@@ -188,7 +190,11 @@ class WriteGateOps(StoreCore):
         if rivals:
             record = record.model_copy(update={"status": Status.CONTESTED})
             ops += [
-                PutRecord(record=r.model_copy(update={"status": Status.CONTESTED}), replace=True)
+                PutRecord(
+                    record=r.model_copy(update={"status": Status.CONTESTED}),
+                    replace=True,
+                    prior=self._prior(r),
+                )
                 for r in rivals
             ]
             ops.append(
@@ -251,16 +257,21 @@ class WriteGateOps(StoreCore):
     def approve(self, tenant: str, proposal_id: str, approver: str) -> MemoryRecord:
         """Make a pending proposal's record active (contested if it now conflicts), citing the approval."""
         approver = _actor(approver, "approver")
-        record = approved_record(self._pending(tenant, proposal_id), approver, at=self.clock())
+        pending = self._pending(tenant, proposal_id)
+        record = approved_record(pending, approver, at=self.clock())
         rivals = self._rivals(record)
         ops: list[Op] = []
         if rivals:
             record = record.model_copy(update={"status": Status.CONTESTED})
             ops += [
-                PutRecord(record=r.model_copy(update={"status": Status.CONTESTED}), replace=True)
+                PutRecord(
+                    record=r.model_copy(update={"status": Status.CONTESTED}),
+                    replace=True,
+                    prior=self._prior(r),
+                )
                 for r in rivals
             ]
-        ops.insert(0, PutRecord(record=record, replace=True))
+        ops.insert(0, PutRecord(record=record, replace=True, prior=self._prior(pending)))
         ops.append(
             self._audit(
                 record.tenant,
@@ -271,7 +282,7 @@ class WriteGateOps(StoreCore):
                 proposal_id=proposal_id,
             )
         )
-        self.backend.apply(ops)
+        self._apply(ops)
         return record
 
     @transactional
@@ -283,7 +294,7 @@ class WriteGateOps(StoreCore):
         audit = self._audit(
             record.tenant, "rejected", (record.id,), reason, actor=approver, proposal_id=proposal_id
         )
-        self.backend.apply([UpdateRecord(record=record), audit])
+        self._apply([UpdateRecord(record=record), audit])
         return record
 
     # -- conflicts --------------------------------------------------------
@@ -305,7 +316,7 @@ class WriteGateOps(StoreCore):
             )
         contested = record.model_copy(update={"status": Status.CONTESTED})
         audit = self._audit(tenant, "contested", (record_id,), reason, actor=by)
-        self.backend.apply([UpdateRecord(record=contested), audit])
+        self._apply([UpdateRecord(record=contested, prior=self._prior(record)), audit])
         return contested
 
     @transactional
@@ -332,14 +343,22 @@ class WriteGateOps(StoreCore):
                     code="resolve_mismatch",
                 )
         now = self.clock()
-        ops: list[Op] = [UpdateRecord(record=winner.model_copy(update={"status": Status.ACTIVE}))]
+        ops: list[Op] = [
+            UpdateRecord(
+                record=winner.model_copy(update={"status": Status.ACTIVE}), prior=self._prior(winner)
+            )
+        ]
         for loser in losers.values():
-            ops.append(UpdateRecord(record=loser.model_copy(update={"status": Status.ACTIVE})))
+            ops.append(
+                UpdateRecord(
+                    record=loser.model_copy(update={"status": Status.ACTIVE}), prior=self._prior(loser)
+                )
+            )
             ops.append(
                 AddEdge(tenant=tenant, label="SUPERSEDES", src=winner.id, dst=loser.id, at=now, reason=reason)
             )
         ops.append(self._audit(tenant, "resolved", (winner.id, *losers), reason))
-        self.backend.apply(ops)
+        self._apply(ops)
         return winner.model_copy(update={"status": Status.ACTIVE})
 
     # -- policy versions --------------------------------------------------

@@ -24,6 +24,9 @@ from graphmem.backends.neo4j import Neo4jBackend
 from graphmem.testing.neo4j_server import Neo4jTarget, resolve_test_neo4j
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
+KNOWN = datetime(2100, 1, 1, tzinfo=UTC)
+"""A knowledge time after every write of a test: a read ``as_of=KNOWN`` sees everything recorded,
+whatever ``now`` (valid time) it replays."""
 
 BACKENDS = ["embedded", "persisted", pytest.param("neo4j", marks=pytest.mark.neo4j)]
 

@@ -27,7 +27,7 @@ from graphmem import (
     WritePolicy,
     WriteProposal,
 )
-from tests.conftest import T0
+from tests.conftest import KNOWN, T0
 
 
 @dataclass(frozen=True)
@@ -330,7 +330,7 @@ def env(store: MemoryStore, tenant: str) -> dict[str, Any]:
         outcome="verified-success",
     )
     store.add(episode)
-    ctx = ReadContext(tenant=tenant, scopes=("user:alice",), now=T0 + timedelta(days=1))
+    ctx = ReadContext(as_of=KNOWN, tenant=tenant, scopes=("user:alice",), now=T0 + timedelta(days=1))
     new = episode.model_copy(update={"id": "n1", "content": "Alice asked again."})
     return {
         "tenant": tenant,

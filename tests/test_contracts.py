@@ -24,7 +24,7 @@ from graphmem import (
     Status,
     Trust,
 )
-from tests.conftest import T0
+from tests.conftest import KNOWN, T0
 
 VALID: dict[Kind, dict[str, Any]] = {
     Kind.WORKING: {"scope": "run:r1", "content": "draft the refund reply for case 42"},
@@ -314,7 +314,7 @@ def test_procedure_derived_from_unsuccessful_episode_is_rejected(
 
 
 def _sees(store: MemoryStore, tenant: str, scope: str, record_id: str) -> bool:
-    ctx = ReadContext(tenant=tenant, scopes=(scope,), now=T0)
+    ctx = ReadContext(as_of=KNOWN, tenant=tenant, scopes=(scope,), now=T0)
     return record_id in store.recall(ctx, "").ids
 
 

@@ -25,7 +25,7 @@ from graphmem import (
     Trust,
 )
 from graphmem.model import DropReason
-from tests.conftest import T0
+from tests.conftest import KNOWN, T0
 
 DAY = timedelta(days=1)
 NOW = T0 + 10 * DAY
@@ -57,7 +57,9 @@ def _claim(tenant: str, rid: str, parents: tuple[str, ...], sources: tuple[Sourc
 
 
 def _ctx(tenant: str, day: float = 10) -> ReadContext:
-    return ReadContext(tenant=tenant, scopes=("user:alice",), now=T0 + day * DAY, kinds=(Kind.SEMANTIC,))
+    return ReadContext(
+        as_of=KNOWN, tenant=tenant, scopes=("user:alice",), now=T0 + day * DAY, kinds=(Kind.SEMANTIC,)
+    )
 
 
 @pytest.fixture

@@ -249,6 +249,7 @@ def read_specs(draw: st.DrawFn) -> dict[str, Any]:
     )
     return {
         "now": draw(times(2, 6)),
+        "as_of": draw(sometimes(times(0, 6))),
         "kinds": draw(
             st.just(tuple(Kind))
             | st.lists(st.sampled_from(list(Kind)), min_size=1, max_size=4, unique=True).map(tuple)

@@ -42,7 +42,7 @@ from graphmem.embeddings import (
 from graphmem.eval_retrieval import DEFAULT_DATASET, _format, evaluate, load_dataset
 from graphmem.ranking import cosine
 from graphmem.testing.neo4j_server import Neo4jTarget
-from tests.conftest import T0
+from tests.conftest import KNOWN, T0
 
 T = TypeVar("T")
 SET = Path(__file__).parent / "retrieval" / "retrieval_set.jsonl"
@@ -70,7 +70,7 @@ def semantic(tenant: str, record_id: str, content: str, **fields: object) -> Mem
 
 
 def ctx(tenant: str, limit: int = 10) -> ReadContext:
-    return ReadContext(tenant=tenant, scopes=(SCOPE,), now=T0 + timedelta(days=1), limit=limit)
+    return ReadContext(as_of=KNOWN, tenant=tenant, scopes=(SCOPE,), now=T0 + timedelta(days=1), limit=limit)
 
 
 # -- HashingEmbedder ---------------------------------------------------------

@@ -21,7 +21,7 @@ from graphmem import (
     Status,
     Trust,
 )
-from tests.conftest import T0
+from tests.conftest import KNOWN, T0
 from tests.erasure import places_holding
 
 DAY = timedelta(days=1)
@@ -50,7 +50,7 @@ def _msg(sid: str, quote: str) -> Source:
 
 def _ctx(tenant: str, now_days: float = 30, **kw: object) -> ReadContext:
     return ReadContext.model_validate(
-        {"tenant": tenant, "scopes": ["user:alice"], "now": T0 + now_days * DAY, **kw}
+        {"tenant": tenant, "scopes": ["user:alice"], "now": T0 + now_days * DAY, "as_of": KNOWN, **kw}
     )
 
 
@@ -173,7 +173,9 @@ def test_release_run_and_final_trace(store: MemoryStore, tenant: str) -> None:
             for i in range(3)
         ]
     )
-    ctx = ReadContext(tenant=tenant, scopes=("user:alice",), run_id="r1", now=T0 + DAY, kinds=(Kind.WORKING,))
+    ctx = ReadContext(
+        as_of=KNOWN, tenant=tenant, scopes=("user:alice",), run_id="r1", now=T0 + DAY, kinds=(Kind.WORKING,)
+    )
     assert len(store.recall(ctx, "task").ids) == 3
     final = _episode(tenant, "run-r1-final", "Task finished: steps 0-2 done.", ())
     report = store.release_run(tenant, "r1", requested_by="agent", final_episode=final)

@@ -26,7 +26,7 @@ from graphmem import (
     Trust,
 )
 from graphmem.gate import Candidate, drop_reason
-from tests.conftest import T0
+from tests.conftest import KNOWN, T0
 
 H = timedelta(hours=1)
 SRC = (Source(id="src-1", type="document", trust=Trust.TRUSTED),)
@@ -63,6 +63,7 @@ def ctx(tenant: str, **overrides: Any) -> ReadContext:
         "tenant": tenant,
         "scopes": ("workspace:w1",),
         "now": T0,
+        "as_of": KNOWN,
         "environment": ("gateway-access",),
     }
     fields.update(overrides)
@@ -546,6 +547,7 @@ def read_contexts(draw: st.DrawFn) -> ReadContext:
     if not scopes and run_id is None:
         scopes = [draw(st.sampled_from(plain))]
     return ReadContext(
+        as_of=KNOWN,
         tenant="acme",
         policy=draw(st.sampled_from(["default"] * 4 + ["v2"])),
         scopes=tuple(scopes),

@@ -36,7 +36,7 @@ from graphmem.model import DropReason
 from graphmem.model.canonical import canonical_json
 from graphmem.ranking import Prepared, cosine, rank, rank_prepared
 from graphmem.receipts import candidates_digest, decision_fragment, decisions_digest, json_string
-from tests.conftest import T0
+from tests.conftest import KNOWN, T0
 
 H = timedelta(hours=1)
 WORDS = ["gateway", "retry", "timeout", "refund", "ledger", "queue", "ünïcode", 'quote"d', "back\\slash"]
@@ -169,6 +169,7 @@ def test_views_equal_the_reference_gate_at_every_now(seed: int) -> None:
     store.add_many(_records("t", rng, 40))
     for _ in range(30):
         ctx = ReadContext(
+            as_of=KNOWN,
             tenant="t",
             scopes=(rng.choice(["case:a", "case:b", "workspace:w"]),),
             now=T0 + rng.randint(-60, 10) * H + rng.randint(0, 59) * timedelta(minutes=1),
@@ -262,7 +263,7 @@ def _episode(record_id: str, content: str, event_time: datetime) -> MemoryRecord
 
 def test_writes_to_a_group_reach_its_cached_views() -> None:
     store = MemoryStore.embedded(audit_recalls=False)
-    ctx = ReadContext(tenant="t", scopes=("case:a",), now=T0)
+    ctx = ReadContext(as_of=KNOWN, tenant="t", scopes=("case:a",), now=T0)
     first = _episode("one", "gateway", T0 - H)
     store.add(first)
     assert store.recall(ctx, "gateway").ids == ["one"]
@@ -278,13 +279,15 @@ def test_gate_memo_is_bounded_and_follows_writes() -> None:
     """Verdicts kept between recalls never exceed the bound and are never served after a write."""
     store = MemoryStore(EmbeddedBackend(gate_memo=8), audit_recalls=False)
     store.add_many([_episode(f"e{i}", "gateway", T0 - H) for i in range(2)])
-    ctx = ReadContext(tenant="t", scopes=("case:a",), now=T0)
+    ctx = ReadContext(as_of=KNOWN, tenant="t", scopes=("case:a",), now=T0)
     first = store.backend.gate(ctx)
     assert store.backend.gate(ctx).verdicts is first.verdicts  # memo hit: nothing changed
     store.add(_episode("e9", "gateway", T0 - H))
     assert store.backend.gate(ctx).verdicts is not first.verdicts
     for i in range(10):
-        store.backend.gate(ReadContext(tenant="t", scopes=("case:a",), now=T0, environment=(f"e{i}",)))
+        store.backend.gate(
+            ReadContext(as_of=KNOWN, tenant="t", scopes=("case:a",), now=T0, environment=(f"e{i}",))
+        )
     assert store.backend._memo._held <= 8
 
 
@@ -293,7 +296,7 @@ def test_reads_and_writes_from_many_threads_stay_consistent() -> None:
     store = MemoryStore.embedded(audit_recalls=False)
     store.scope_within("t", "case:a", "workspace:w")
     store.add_many(_records("t", random.Random(1), 60))
-    ctx = ReadContext(tenant="t", scopes=("case:a",), now=T0, environment=("cap-a", "cap-b"))
+    ctx = ReadContext(as_of=KNOWN, tenant="t", scopes=("case:a",), now=T0, environment=("cap-a", "cap-b"))
     failures: list[BaseException] = []
 
     def write(seed: int) -> None:

@@ -23,7 +23,7 @@ from graphmem import (
 from graphmem.eval.gate_data import default_bipia_dir
 from graphmem.policy import decide
 from graphmem.policy.detector import FEATURE_DIM, WEIGHTS_FILE, load_detector, segments
-from tests.conftest import T0
+from tests.conftest import KNOWN, T0
 
 CLEAN = (
     "SUBJECT: Garden club|CONTENT: Hello everyone, the plant swap is on Sunday at 11 in the "
@@ -82,7 +82,7 @@ def test_suspected_injection_waits_for_approval_and_is_never_active(store: Memor
     assert record is not None
     assert record.status is Status.PENDING_APPROVAL
     assert [r.id for r in store.approvals(tenant)] == [decision.record_id]
-    ctx = ReadContext(tenant=tenant, scopes=("user:alice",), now=T0 + timedelta(days=1))
+    ctx = ReadContext(as_of=KNOWN, tenant=tenant, scopes=("user:alice",), now=T0 + timedelta(days=1))
     assert store.recall(ctx, "Italian").ids == []
     assert store.explain(ctx, decision.record_id).reason is DropReason.PENDING_APPROVAL
     pending = [e for e in store.audit(tenant) if e.action == "pending_approval"]

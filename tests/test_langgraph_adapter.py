@@ -47,6 +47,7 @@ from graphmem._args import check_scope
 from graphmem.integrations.langgraph import ROOT_SCOPE, GraphmemStore, namespace_of_scope, namespace_scope
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
+KNOWN = datetime(2100, 1, 1, tzinfo=UTC)
 
 
 class Clock:
@@ -427,7 +428,9 @@ def test_concurrent_puts_to_one_key_leave_one_current_version(store: MemoryStore
     assert errors == []
     versions = store.backend.with_tag(tenant, "langgraph")
     assert len(versions) == 21
-    ctx = ReadContext(tenant=tenant, scopes=[namespace_scope(("shared",))], now=datetime.now(UTC))
+    ctx = ReadContext(
+        as_of=KNOWN, tenant=tenant, scopes=[namespace_scope(("shared",))], now=datetime.now(UTC)
+    )
     current = [r for r in versions if store.explain(ctx, r.id).reason is None]
     assert len(current) == 1
     assert adapters[1].get(("shared",), "counter").value == json.loads(current[0].content)["value"]  # type: ignore[union-attr]
@@ -559,7 +562,7 @@ def test_expired_items_disappear_and_reads_refresh_ttl(store: MemoryStore, tenan
     expired = [
         r for r in store.backend.with_tag(tenant, "langgraph") if r.expires_at and r.expires_at <= clock()
     ]
-    ctx = ReadContext(tenant=tenant, scopes=[namespace_scope(ns)], now=clock())
+    ctx = ReadContext(as_of=KNOWN, tenant=tenant, scopes=[namespace_scope(ns)], now=clock())
     assert expired
     assert {store.explain(ctx, r.id).reason for r in expired} == {DropReason.EXPIRED}
 

@@ -18,7 +18,7 @@ from graphmem import (
     Source,
     Trust,
 )
-from tests.conftest import T0
+from tests.conftest import KNOWN, T0
 
 DAY = timedelta(days=1)
 
@@ -50,7 +50,7 @@ def _preference(tenant: str, rid: str, text: str, day: int) -> MemoryRecord:
 
 
 def _ctx(tenant: str, day: float, kinds: tuple[Kind, ...] = (Kind.SEMANTIC,)) -> ReadContext:
-    return ReadContext(tenant=tenant, scopes=("user:alice",), now=T0 + day * DAY, kinds=kinds)
+    return ReadContext(as_of=KNOWN, tenant=tenant, scopes=("user:alice",), now=T0 + day * DAY, kinds=kinds)
 
 
 @pytest.fixture
@@ -274,7 +274,7 @@ def test_precedents_follow_related_scopes(store: MemoryStore, tenant: str) -> No
             outcome="unknown",
         )
     )
-    ctx = ReadContext(tenant=tenant, scopes=("merchant:m",), now=T0 + DAY)
+    ctx = ReadContext(as_of=KNOWN, tenant=tenant, scopes=("merchant:m",), now=T0 + DAY)
     found = store.precedents(ctx, "merchant:m", via=["USES", "SUCCEEDS"], hops=3, query="capture timeouts")
     assert set(found.ids) == {"inc-m", "inc-b", "inc-c"}
     near = store.precedents(ctx, "merchant:m", via=["USES"], hops=2, query="capture timeouts")

@@ -23,7 +23,7 @@ from graphmem import (
     Status,
     Trust,
 )
-from tests.conftest import T0
+from tests.conftest import KNOWN, T0
 
 IST = timezone(timedelta(hours=5, minutes=30))
 PST = timezone(timedelta(hours=-8))
@@ -46,7 +46,7 @@ def record(**overrides: Any) -> MemoryRecord:
 
 
 def context(**overrides: Any) -> ReadContext:
-    fields: dict[str, Any] = {"tenant": "acme", "scopes": ("workspace:repo-1",), "now": T0}
+    fields: dict[str, Any] = {"tenant": "acme", "scopes": ("workspace:repo-1",), "now": T0, "as_of": KNOWN}
     fields.update(overrides)
     return ReadContext(**fields)
 
@@ -187,7 +187,7 @@ def test_missing_or_empty_tenant_is_missing_tenant() -> None:
     del fields["tenant"]
     assert code_of(lambda: MemoryRecord(**fields)) == "missing_tenant"
     assert code_of(lambda: record(tenant="")) == "missing_tenant"
-    no_tenant = lambda: ReadContext(scopes=("workspace:repo-1",), now=T0)  # type: ignore[call-arg]  # noqa: E731
+    no_tenant = lambda: ReadContext(as_of=KNOWN, scopes=("workspace:repo-1",), now=T0)  # type: ignore[call-arg]  # noqa: E731
     assert code_of(no_tenant) == "missing_tenant"
     assert code_of(lambda: context(tenant="")) == "missing_tenant"
 

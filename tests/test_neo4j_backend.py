@@ -59,6 +59,7 @@ pytestmark = pytest.mark.neo4j
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "graphmem"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
+KNOWN = datetime(2100, 1, 1, tzinfo=UTC)
 
 # --------------------------------------------------------------------------
 # helpers
@@ -198,7 +199,7 @@ def test_the_gate_seeks_its_candidates_in_the_edge_index(
     store.add_many([_episode(tenant, i) for i in range(30)])
     backend = store.backend
     assert isinstance(backend, Neo4jBackend)
-    ctx = ReadContext(tenant=tenant, scopes=("case:c1",), now=T0 + timedelta(days=1))
+    ctx = ReadContext(as_of=KNOWN, tenant=tenant, scopes=("case:c1",), now=T0 + timedelta(days=1))
     real_read = backend._read
     profiled: list[Any] = []
 
@@ -447,7 +448,7 @@ def test_routing_uri_works_against_a_single_server(neo4j_target: Neo4jTarget, te
         assert store.setup() == SCHEMA_VERSION
         record = store.add(_episode(tenant, 1))
         assert store.get(tenant, record.id) == record
-        ctx = ReadContext(tenant=tenant, scopes=("case:c1",), now=T0 + timedelta(days=1))
+        ctx = ReadContext(as_of=KNOWN, tenant=tenant, scopes=("case:c1",), now=T0 + timedelta(days=1))
         assert store.recall(ctx, "capture").ids == [record.id]
 
 
@@ -483,7 +484,7 @@ def _rewrite(driver: neo4j.Driver, target: Neo4jTarget, record: MemoryRecord) ->
 
 
 def _recall(store: MemoryStore, tenant: str, query: str) -> tuple[list[str], str, list[MemoryRecord]]:
-    ctx = ReadContext(tenant=tenant, scopes=("case:c1",), now=T0 + timedelta(days=1), limit=1)
+    ctx = ReadContext(as_of=KNOWN, tenant=tenant, scopes=("case:c1",), now=T0 + timedelta(days=1), limit=1)
     selection = store.recall(ctx, query)
     return selection.ids, selection.receipt.digest, list(selection.records)
 
@@ -652,7 +653,7 @@ def test_an_unchanged_gate_report_reuses_its_verdicts_and_nothing_else_does(
     neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str
 ) -> None:
     store, backend = _facts_store(neo4j_driver, neo4j_target, tenant)
-    ctx = ReadContext(tenant=tenant, scopes=("case:c1",), now=T0 + timedelta(days=1), limit=1)
+    ctx = ReadContext(as_of=KNOWN, tenant=tenant, scopes=("case:c1",), now=T0 + timedelta(days=1), limit=1)
     first = backend.gate(ctx).verdicts
     assert backend.gate(ctx).verdicts is first
     later = ctx.model_copy(update={"now": T0 + timedelta(days=2)})  # a later now changing no verdict
@@ -718,7 +719,7 @@ def test_gate_memos_are_bounded_by_the_candidates_they_hold(
     store = MemoryStore(backend)
     store.add_many(_facts(tenant))
     assert backend._memo.capacity == 6
-    ctx = ReadContext(tenant=tenant, scopes=("case:c1",), now=T0 + timedelta(days=1))
+    ctx = ReadContext(as_of=KNOWN, tenant=tenant, scopes=("case:c1",), now=T0 + timedelta(days=1))
     valid = backend.gate(ctx).verdicts
     early = backend.gate(ctx.model_copy(update={"now": T0 - timedelta(days=1)})).verdicts
     assert backend._memo._held == 6
@@ -1011,7 +1012,7 @@ def test_setup_on_a_fresh_database_then_again_changes_nothing(own_store: MemoryS
     assert isinstance(backend, Neo4jBackend)
     assert backend.schema_version() == 0
     tenant = f"t-{uuid.uuid4().hex[:12]}"
-    ctx = ReadContext(tenant=tenant, scopes=("case:c1",), now=T0 + timedelta(days=1))
+    ctx = ReadContext(as_of=KNOWN, tenant=tenant, scopes=("case:c1",), now=T0 + timedelta(days=1))
     own_store.add(_episode(tenant, 0))  # writes need no schema: they are in the current layout
     with pytest.raises(BackendUnavailable) as info:
         own_store.recall(ctx, "")
@@ -1063,7 +1064,7 @@ def test_setup_migrates_version_2_gate_lists_in_place(own_store: MemoryStore) ->
     own_store.forget(
         ForgetRequest(tenant=tenant, target="f5", mode=ForgetMode.REVOKE, reason="r", requested_by="u")
     )
-    ctx = ReadContext(tenant=tenant, scopes=("case:c1",), now=T0 + timedelta(days=1))
+    ctx = ReadContext(as_of=KNOWN, tenant=tenant, scopes=("case:c1",), now=T0 + timedelta(days=1))
     expected = own_store.recall(ctx, "refund window", explain=True)
     reasons = {d.record_id: d.reason for d in expected.decisions}
     assert (reasons["f2"], reasons["f5"]) == (DropReason.INVALIDATED, DropReason.REVOKED)
@@ -1076,7 +1077,7 @@ def test_setup_migrates_version_2_gate_lists_in_place(own_store: MemoryStore) ->
     _query(
         backend.driver,
         "MATCH (m:Memory {tenant: $tenant})-[r:APPLIES_TO]->() "
-        "SET m.g = [r.g[0], CASE WHEN r.g[1] = 0 THEN 0 ELSE 1 END] + r.g[2..8] + r.g[10..] "
+        "SET m.g = [r.g[0], CASE WHEN r.g[1] = 0 THEN 0 ELSE 1 END] + r.g[2..8] + r.g[10..12] "
         "REMOVE r.tenant, r.scope, r.policy, r.id, r.g",
         tenant=tenant,
     )
@@ -1085,7 +1086,9 @@ def test_setup_migrates_version_2_gate_lists_in_place(own_store: MemoryStore) ->
         MemoryStore(Neo4jBackend(backend.driver, uri="bolt://old")).recall(ctx, "refund window")
     assert info.value.code == "schema_version"
     assert own_store.setup() == SCHEMA_VERSION
-    assert _query(backend.driver, lists, tenant=tenant) == current
+    # Lists migrated from version 2 carry no knowledge times (entries 12-13): known at every time.
+    known_always = [{**row, "edge": {**row["edge"], "g": row["edge"]["g"][:12]}} for row in current]
+    assert _query(backend.driver, lists, tenant=tenant) == known_always
     fresh = MemoryStore(Neo4jBackend(backend.driver, uri="bolt://migrated"))
     assert fresh.recall(ctx, "refund window", explain=True) == expected
     tokens = {row["id"]: row["edge"]["g"][8:10] for row in current}

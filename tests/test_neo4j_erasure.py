@@ -38,6 +38,7 @@ from graphmem.backends.neo4j_crypt import ERASED_UNREAD
 from graphmem.cli import cli
 from graphmem.testing import neo4j_server
 from graphmem.testing.neo4j_server import LocalNeo4j, Neo4jTarget
+from tests.conftest import KNOWN
 
 pytestmark = pytest.mark.neo4j
 
@@ -158,7 +159,9 @@ def test_erased_text_is_in_no_file_under_the_servers_data_directory(
             ]
         )
         # Some recalls and reads, so the text went through the gate and the caches too.
-        ctx = ReadContext(tenant=tenant, scopes=("workspace:w1",), now=T0, environment=(erased["precond"],))
+        ctx = ReadContext(
+            tenant=tenant, scopes=("workspace:w1",), now=T0, as_of=KNOWN, environment=(erased["precond"],)
+        )
         assert "p-gone" in store.recall(ctx, erased["content"]).ids
         assert store.backend.with_tag(tenant, erased["tag"])
         backend = store.backend
@@ -258,7 +261,9 @@ def test_a_crash_between_deleting_the_key_and_updating_the_graph_leaves_the_reco
     store = MemoryStore(Neo4jBackend(neo4j_driver, uri=neo4j_target.uri or ""))  # type: ignore[arg-type]
     m = _markers(tenant[-6:])
     store.add_many([_procedure(tenant, "p1", m, "s1"), _episode(tenant, "e2", _markers("other"), "s2")])
-    ctx = ReadContext(tenant=tenant, scopes=("workspace:w1",), now=T0, environment=(m["precond"],))
+    ctx = ReadContext(
+        tenant=tenant, scopes=("workspace:w1",), now=T0, as_of=KNOWN, environment=(m["precond"],)
+    )
     assert "p1" in store.recall(ctx, "retry").ids
 
     def crash(*_: object) -> None:

@@ -155,6 +155,8 @@ def test_node_properties_are_the_records_fields(
             *fingerprint_tokens(record.fingerprint()),
             NEVER,  # superseded at
             NEVER,  # invalidated at
+            micros(record.created_at),  # knowledge time: when the store recorded it
+            ALWAYS,  # no SUPERSEDES / INVALIDATED_BY edge recorded yet
         ],
     }
     assert node == {**expected, "edges": [gate]}
@@ -183,11 +185,13 @@ def test_gate_list_follows_supersession_invalidation_and_forgetting(
     assert _gate_list(neo4j_driver, tenant, "claim-1")[10] == micros(T0 + timedelta(days=1))
     store.invalidate(tenant, "claim-1", "s1", "source retracted", at=T0 + timedelta(days=2))
     gate = _gate_list(neo4j_driver, tenant, "claim-1")
-    assert gate[8:] == [
+    assert gate[8:12] == [
         *fingerprint_tokens(old.fingerprint()),
         micros(T0 + timedelta(days=1)),
         micros(T0 + timedelta(days=2)),
     ]
+    recorded = [e.recorded for e in store.trace(tenant, "claim-1").edges if e.type != "CITES"]
+    assert gate[12:] == [micros(old.created_at), max(micros(r) or 0 for r in recorded)]
     store.forget(
         ForgetRequest(
             tenant=tenant, target="claim-1", mode=ForgetMode.ERASE, reason="gdpr", requested_by="dpo"

@@ -12,7 +12,7 @@ import pytest
 
 from graphmem import BackendUnavailable, Kind, MemoryRecord, MemoryStore, ReadContext, Source
 from graphmem.backends.embedded import EmbeddedBackend
-from tests.conftest import T0
+from tests.conftest import KNOWN, T0
 
 BATCH = 5
 
@@ -41,7 +41,7 @@ def test_reopen_returns_exactly_what_was_written(tmp_path: Path, tenant: str) ->
         written = store.add_many(_batch(tenant, 0))
         replacement = written[0].model_copy(update={"id": "w0-new", "event_time": T0.replace(day=2)})
         store.supersede(tenant, "w0-0", replacement, reason="corrected")
-        ctx = ReadContext(tenant=tenant, scopes=["case:c1"], now=T0.replace(day=3))
+        ctx = ReadContext(as_of=KNOWN, tenant=tenant, scopes=["case:c1"], now=T0.replace(day=3))
         before = store.recall(ctx, "write record", explain=True)
         audit_before = store.audit(tenant)
     with MemoryStore.embedded(path) as store:
@@ -59,7 +59,7 @@ def test_two_stores_on_one_directory_see_each_others_writes(tmp_path: Path, tena
         first.add_many(_batch(tenant, 0))
         assert {r.id for r in second.backend.all_records(tenant)} == {f"w0-{j}" for j in range(BATCH)}
         second.add_many(_batch(tenant, 1))
-        ctx = ReadContext(tenant=tenant, scopes=["case:c1"], now=T0.replace(day=3), limit=50)
+        ctx = ReadContext(as_of=KNOWN, tenant=tenant, scopes=["case:c1"], now=T0.replace(day=3), limit=50)
         assert len(first.recall(ctx, "write record").ids) == 2 * BATCH
 
 

@@ -25,7 +25,7 @@ from graphmem import (
 )
 from graphmem.model.canonical import canonical_json, sha256
 from graphmem.ranking import SELECTOR_VERSION
-from tests.conftest import T0
+from tests.conftest import KNOWN, T0
 
 H = timedelta(hours=1)
 HEX64 = re.compile(r"[0-9a-f]{64}")
@@ -102,6 +102,7 @@ def context(tenant: str, **overrides: Any) -> ReadContext:
         "scopes": ("workspace:w1",),
         "run_id": "r1",
         "now": T0,
+        "as_of": KNOWN,
         "environment": ("gateway-access",),
         "limit": 5,
     }

@@ -24,7 +24,7 @@ from graphmem import (
     Trust,
 )
 from graphmem.render import PREAMBLE, RenderedContext, approx_token_count, render_record, render_selection
-from tests.conftest import T0
+from tests.conftest import KNOWN, T0
 
 H = timedelta(hours=1)
 SCOPE = "workspace:w1"
@@ -132,7 +132,7 @@ def test_a_real_recall_renders_in_its_rank_order_with_its_scores() -> None:
                 rec("none", "the office closes at six", tenant="acme"),
             ]
         )
-        ctx = ReadContext(tenant="acme", scopes=(SCOPE,), now=T0)
+        ctx = ReadContext(as_of=KNOWN, tenant="acme", scopes=(SCOPE,), now=T0)
         selection = store.recall(ctx, "gateway retry timeout")
     rendered = render_selection(selection, 10_000)
     assert rendered.included == tuple(selection.ids) == ("strong", "weak", "none")

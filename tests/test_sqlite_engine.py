@@ -33,7 +33,7 @@ from graphmem.backends.base import AppendAudit, Op, PutRecord, ScopeWithin
 from graphmem.backends.embedded import EmbeddedBackend
 from graphmem.backends.sqlite_engine import DB_NAME
 from graphmem.cli import cli
-from tests.conftest import T0
+from tests.conftest import KNOWN, T0
 
 _OPS: TypeAdapter[list[Op]] = TypeAdapter(list[Op])
 
@@ -63,8 +63,12 @@ def _filled(path: Path, tenant: str, n: int = 50) -> None:
 
 def _read_everything(path: Path, tenant: str) -> None:
     with MemoryStore.embedded(path) as store:
+        # The check reads every page, those of tables only replays read (kept versions) too.
+        store.backend.check()
         store.backend.all_records(tenant)
-        store.recall(ReadContext(tenant=tenant, scopes=["case:c1"], now=T0.replace(day=2)), "payment")
+        store.recall(
+            ReadContext(as_of=KNOWN, tenant=tenant, scopes=["case:c1"], now=T0.replace(day=2)), "payment"
+        )
 
 
 def test_a_garbled_header_is_refused_at_open(tmp_path: Path, tenant: str) -> None:
@@ -162,7 +166,9 @@ def test_check_lists_each_violation(tmp_path: Path, tenant: str) -> None:
         conn.execute("INSERT INTO derived VALUES (?, 'r0', 'ghost')", (tenant,))
         conn.execute("INSERT INTO derived VALUES (?, 'r1', 'r2'), (?, 'r2', 'r1')", (tenant, tenant))
         conn.execute("UPDATE records SET body = replace(body, 'payment 3', 'payment 9') WHERE id = 'r3'")
-        conn.execute("INSERT INTO within VALUES (?, 'case:x', 'case:y', 99)", (tenant,))
+        conn.execute(
+            "INSERT INTO within (tenant, child, parent, seq) VALUES (?, 'case:x', 'case:y', 99)", (tenant,)
+        )
     conn.close()
     damaged = runner.invoke(cli, ["--store", f"file://{path}", "check"])
     assert damaged.exit_code == 1
@@ -336,7 +342,7 @@ def test_readers_in_this_process_never_fail_or_wait_while_another_process_writes
     proc = multiprocessing.get_context("fork").Process(target=_write_forever, args=(path, tenant))
     proc.start()
     try:
-        ctx = ReadContext(tenant=tenant, scopes=["case:c1"], now=T0.replace(day=2), limit=5)
+        ctx = ReadContext(as_of=KNOWN, tenant=tenant, scopes=["case:c1"], now=T0.replace(day=2), limit=5)
         seen = 0
         slowest = 0.0
         with MemoryStore.embedded(path, audit_recalls=False) as store:
@@ -359,7 +365,7 @@ def test_recall_audit_events_are_all_written_off_the_read_path(tmp_path: Path, t
     write every one of them."""
     path = tmp_path / "memdir"
     _filled(path, tenant, 5)
-    ctx = ReadContext(tenant=tenant, scopes=["case:c1"], now=T0.replace(day=2))
+    ctx = ReadContext(as_of=KNOWN, tenant=tenant, scopes=["case:c1"], now=T0.replace(day=2))
     store = MemoryStore.embedded(path)
     digests: list[str] = []
 

@@ -30,7 +30,7 @@ from graphmem import (
     WriteReason,
 )
 from graphmem._core import ATTEMPTS
-from tests.conftest import T0
+from tests.conftest import KNOWN, T0
 
 DAY = timedelta(days=1)
 ROUNDS = 8
@@ -191,7 +191,7 @@ def test_an_erase_racing_an_approval_or_a_contest_is_never_undone(store: MemoryS
 def test_recall_racing_forget_never_selects_a_forgotten_record(store: MemoryStore, tenant: str) -> None:
     count = 60
     store.add_many([fact(tenant, f"f{i:02}", f"refund rule number {i}") for i in range(count)])
-    ctx = ReadContext(tenant=tenant, scopes=("case:c1",), now=T0 + DAY, limit=count)
+    ctx = ReadContext(as_of=KNOWN, tenant=tenant, scopes=("case:c1",), now=T0 + DAY, limit=count)
     forgotten: list[str] = []  # appended once each forget returned
     done = threading.Event()
     violations: list[str] = []

@@ -25,7 +25,7 @@ from graphmem import (
     WriteProposal,
     WriteReason,
 )
-from tests.conftest import T0
+from tests.conftest import KNOWN, T0
 
 DAY = timedelta(days=1)
 API_KEY = "sk_live_51HqLyjWDarjtT1zdp7dcXYZabcdef0123456789"
@@ -46,7 +46,9 @@ def proposal(tenant: str, content: str, **fields: object) -> WriteProposal:
 
 
 def ctx(tenant: str, **fields: object) -> ReadContext:
-    return ReadContext.model_validate({"tenant": tenant, "scopes": ["user:alice"], "now": T0 + DAY, **fields})
+    return ReadContext.model_validate(
+        {"tenant": tenant, "scopes": ["user:alice"], "now": T0 + DAY, "as_of": KNOWN, **fields}
+    )
 
 
 def test_accepted_proposal_is_recallable_and_audited(store: MemoryStore, tenant: str) -> None:
@@ -72,7 +74,7 @@ def test_broad_scope_and_procedures_wait_for_approval(store: MemoryStore, tenant
         WriteReason.NEEDS_APPROVAL_BROAD_SCOPE,
     )
     assert broad.record_id is not None
-    wide = ReadContext(tenant=tenant, scopes=("tenant:acme",), now=T0 + DAY)
+    wide = ReadContext(as_of=KNOWN, tenant=tenant, scopes=("tenant:acme",), now=T0 + DAY)
     assert store.explain(wide, broad.record_id).reason is DropReason.PENDING_APPROVAL
     assert [r.id for r in store.approvals(tenant)] == [broad.record_id]
     approved = store.approve(tenant, broad.proposal_id, approver="ops-lead")
@@ -204,7 +206,7 @@ def test_conflicting_claims_are_contested_until_resolved(store: MemoryStore, ten
     assert selection.reason_for(email.record_id) is DropReason.CONTESTED
     assert selection.reason_for(phone.record_id) is DropReason.CONTESTED
     store.resolve(tenant, email.record_id, winner_id=phone.record_id, reason="Alice confirmed phone")
-    later = ReadContext(tenant=tenant, scopes=("user:alice",), now=store.clock() + DAY)
+    later = ReadContext(as_of=KNOWN, tenant=tenant, scopes=("user:alice",), now=store.clock() + DAY)
     after = store.recall(later, "prefers", explain=True)
     assert after.ids == [phone.record_id]
     assert after.reason_for(email.record_id) is DropReason.SUPERSEDED

@@ -33,6 +33,7 @@ __all__ = [
     "AppendAudit",
     "Backend",
     "Op",
+    "PriorVersion",
     "PutRecord",
     "RelateScopes",
     "ScopeWithin",
@@ -40,31 +41,49 @@ __all__ = [
 ]
 
 
+class PriorVersion(GraphmemModel):
+    """The version of a record an overwrite replaces, kept so that a replay as of an earlier
+    knowledge time sees the record as it was: its status and fingerprint until ``until``,
+    when the store recorded the change (an approval, a contest or its resolution, merged
+    sources). Forgetting keeps none: it holds at every time, and an erase removes them."""
+
+    until: AwareDatetime
+    status: Status
+    fingerprint: str
+
+
 class PutRecord(GraphmemModel):
     """Create a record node with its APPLIES_TO, CITES and DERIVED_FROM edges, or, with
-    ``replace``, overwrite a stored one. Creating an id that exists is a ``ConflictError``."""
+    ``replace``, overwrite a stored one (keeping ``prior``, if given, for replays).
+    Creating an id that exists is a ``ConflictError``."""
 
     op: Literal["put_record"] = "put_record"
     record: MemoryRecord
     replace: bool = False
+    prior: PriorVersion | None = None
 
 
 class UpdateRecord(GraphmemModel):
     """Overwrite a stored record whose scope, sources and parents are unchanged
-    (status changes, erasure): no edge is touched."""
+    (status changes, erasure): no edge is touched. ``prior`` as for ``PutRecord``."""
 
     op: Literal["update_record"] = "update_record"
     record: MemoryRecord
     #: Part of an erase: before applying it the backend removes what would keep the erased
     #: text readable (on Neo4j, the data keys).
     erase: bool = False
+    prior: PriorVersion | None = None
 
 
 class ScopeWithin(GraphmemModel):
+    """``child`` WITHIN ``parent``, recorded at ``recorded`` (None: known at every time): a
+    read as of an earlier knowledge time does not reach through it."""
+
     op: Literal["scope_within"] = "scope_within"
     tenant: str
     child: str
     parent: str
+    recorded: AwareDatetime | None = None
 
 
 class RelateScopes(GraphmemModel):
@@ -77,7 +96,8 @@ class RelateScopes(GraphmemModel):
 
 class AddEdge(GraphmemModel):
     """A lineage edge that takes effect at ``at``: SUPERSEDES (memory → memory) or
-    INVALIDATED_BY (memory → memory or source)."""
+    INVALIDATED_BY (memory → memory or source). ``recorded`` is when the store learned
+    it (knowledge time); None means known at every time (edges of older stores)."""
 
     op: Literal["add_edge"] = "add_edge"
     tenant: str
@@ -87,6 +107,7 @@ class AddEdge(GraphmemModel):
     dst_is_source: bool = False
     at: AwareDatetime
     reason: str | None = None
+    recorded: AwareDatetime | None = None
 
 
 class AppendAudit(GraphmemModel):
@@ -112,10 +133,12 @@ class ParentState:
 
 @dataclass(frozen=True, slots=True)
 class Dependent:
-    """A record downstream of a change, with the state of each of its parents."""
+    """A record downstream of a change, with the state of each of its parents and the
+    earliest time it is itself invalidated (None: never)."""
 
     record: MemoryRecord
     parents: tuple[ParentState, ...]
+    invalidated_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +148,7 @@ class LineageEdgeRow:
     type: str
     at: datetime | None
     reason: str | None
+    recorded: datetime | None = None
 
 
 class Backend(Protocol):

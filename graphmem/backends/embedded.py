@@ -38,7 +38,7 @@ from graphmem.backends.recall_log import RecallLog
 from graphmem.backends.sqlite_check import check_database
 from graphmem.backends.sqlite_engine import DB_NAME, Engine, corrupt_error, record_row, ts
 from graphmem.errors import BackendUnavailable, ConflictError
-from graphmem.gate import Candidate, drop_reason
+from graphmem.gate import Candidate, drop_reason, unknown_at
 from graphmem.gated import Verdicts, ViewGate
 from graphmem.model import (
     AuditEvent,
@@ -74,32 +74,43 @@ def _marks(n: int) -> str:
 
 _INSERT_RECORD = (
     "INSERT INTO records (tenant, id, scope, kind, status, policy, content_hash, fingerprint, start, stop, "
-    "recency, sensitivity, succeeded, preconditions, content, embedding, body, superseded_at, "
-    "invalidated_at) "
-    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, "
+    "recency, sensitivity, succeeded, preconditions, content, embedding, body, known_from, superseded_at, "
+    "invalidated_at, changed_at) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, "
     "(SELECT min(at) FROM lineage WHERE tenant = ?1 AND dst = ?2 AND label = 'SUPERSEDES' "
     "AND dst_is_source = 0), "
-    "(SELECT min(at) FROM lineage WHERE tenant = ?1 AND src = ?2 AND label = 'INVALIDATED_BY'))"
+    "(SELECT min(at) FROM lineage WHERE tenant = ?1 AND src = ?2 AND label = 'INVALIDATED_BY'), "
+    "(SELECT max(recorded) FROM lineage WHERE tenant = ?1 AND ((dst = ?2 AND label = 'SUPERSEDES' "
+    "AND dst_is_source = 0) OR (src = ?2 AND label = 'INVALIDATED_BY'))))"
 )
 # A replacement keeps the record's supersession and invalidation times: they belong to its edges.
 _UPSERT_RECORD = (
     "INSERT INTO records (tenant, id, scope, kind, status, policy, content_hash, fingerprint, start, stop, "
-    "recency, sensitivity, succeeded, preconditions, content, embedding, body) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "recency, sensitivity, succeeded, preconditions, content, embedding, body, known_from) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
     "ON CONFLICT (tenant, id) DO UPDATE SET scope = excluded.scope, kind = excluded.kind, "
     "status = excluded.status, policy = excluded.policy, content_hash = excluded.content_hash, "
     "fingerprint = excluded.fingerprint, start = excluded.start, stop = excluded.stop, "
     "recency = excluded.recency, sensitivity = excluded.sensitivity, succeeded = excluded.succeeded, "
     "preconditions = excluded.preconditions, content = excluded.content, embedding = excluded.embedding, "
-    "body = excluded.body"
+    "body = excluded.body, known_from = excluded.known_from"
 )
 _BODY = "SELECT body, fingerprint FROM records"
 # Edge-table lookups join records with CROSS JOIN, which keeps the edge table the outer loop:
 # given ORDER BY r.id, SQLite would otherwise walk every record of the tenant in id order.
 _PARENTS = "SELECT parent FROM within WHERE tenant = ? AND child = ?"
+_PARENTS_KNOWN = (
+    "SELECT parent FROM within WHERE tenant = ? AND child = ? AND (recorded IS NULL OR recorded <= ?)"
+)
 _GATE_COLUMNS = (
     "id, fingerprint, kind, policy, status, start, stop, recency, sensitivity, succeeded, "
-    "preconditions, superseded_at, invalidated_at, scope, content, embedding"
+    "preconditions, superseded_at, invalidated_at, scope, content, embedding, known_from, changed_at"
+)
+_CHANGES = (
+    "SELECT label = 'SUPERSEDES', at, recorded FROM lineage "
+    "WHERE tenant = ?1 AND dst = ?2 AND label = 'SUPERSEDES' AND dst_is_source = 0 "
+    "UNION ALL SELECT 0, at, recorded FROM lineage "
+    "WHERE tenant = ?1 AND src = ?2 AND label = 'INVALIDATED_BY'"
 )
 
 
@@ -113,17 +124,20 @@ class _GateMemo:
         self.max_candidates = max_candidates
         self._lock = threading.Lock()
         self._held = 0
-        self._entries: OrderedDict[tuple[Any, ...], tuple[tuple[int, ...], list[datetime], int, Verdicts]] = (
-            OrderedDict()
-        )
+        self._entries: OrderedDict[
+            tuple[Any, ...],
+            tuple[tuple[int, ...], tuple[list[datetime], list[datetime]], tuple[int, int], Verdicts],
+        ] = OrderedDict()
 
-    def get(self, key: tuple[Any, ...], revs: tuple[int, ...], now: datetime) -> Verdicts | None:
+    def get(
+        self, key: tuple[Any, ...], revs: tuple[int, ...], now: datetime, as_of: datetime
+    ) -> Verdicts | None:
         with self._lock:
             found = self._entries.get(key)
             if found is None:
                 return None
-            held_revs, boundaries, interval, verdicts = found
-            if held_revs != revs or bisect_right(boundaries, now) != interval:
+            held_revs, (boundaries, known), interval, verdicts = found
+            if held_revs != revs or (bisect_right(boundaries, now), bisect_right(known, as_of)) != interval:
                 return None
             self._entries.move_to_end(key)
             return verdicts
@@ -132,10 +146,12 @@ class _GateMemo:
         self,
         key: tuple[Any, ...],
         revs: tuple[int, ...],
-        boundaries: list[datetime],
-        now: datetime,
+        boundaries: tuple[list[datetime], list[datetime]],
+        times: tuple[datetime, datetime],
         v: Verdicts,
     ) -> None:
+        """Hold ``v`` while the revisions are ``revs`` and (now, as of) stay in the same
+        intervals of the (valid, knowledge) time ``boundaries``."""
         size = len(v.rows)
         if size > self.max_candidates // 4:
             return
@@ -146,7 +162,8 @@ class _GateMemo:
             while self._entries and self._held + size > self.max_candidates:
                 _, dropped = self._entries.popitem(last=False)
                 self._held -= len(dropped[3].rows)
-            self._entries[key] = (revs, boundaries, bisect_right(boundaries, now), v)
+            interval = (bisect_right(boundaries[0], times[0]), bisect_right(boundaries[1], times[1]))
+            self._entries[key] = (revs, boundaries, interval, v)
             self._held += size
 
     def drop_tenant(self, tenant: str) -> None:
@@ -236,6 +253,7 @@ class EmbeddedBackend:
                 replacing = False
                 for op in ops:
                     if isinstance(op, PutRecord | UpdateRecord):
+                        self._keep_version(conn, op)
                         replace = isinstance(op, UpdateRecord) or op.replace
                         if batch and replace != replacing:
                             self._put_records(conn, batch, replacing)
@@ -269,6 +287,28 @@ class EmbeddedBackend:
             if erased:
                 self.engine.after(lambda: self._after_erase(erased))
 
+    @staticmethod
+    def _keep_version(conn: sqlite3.Connection, op: PutRecord | UpdateRecord) -> None:
+        """Keep the version ``op`` replaces (if it names one); an erase removes every kept one."""
+        record = op.record
+        if record.status is Status.ERASED:
+            conn.execute("DELETE FROM versions WHERE tenant = ? AND id = ?", (record.tenant, record.id))
+            return
+        prior = op.prior
+        if prior is None or prior.fingerprint == record.fingerprint():
+            return
+        until = ts(prior.until)
+        conn.execute(
+            "INSERT INTO versions (tenant, id, until, status, fingerprint) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (tenant, id, until) DO NOTHING",
+            (record.tenant, record.id, until, prior.status.value, prior.fingerprint),
+        )
+        conn.execute(
+            "UPDATE records SET changed_at = ?1 WHERE tenant = ?2 AND id = ?3 "
+            "AND (changed_at IS NULL OR changed_at < ?1)",
+            (until, record.tenant, record.id),
+        )
+
     def _after_erase(self, tenants: set[str]) -> None:
         """Once the erase has committed: erased text leaves the gate memo (a reader may have
         memoised it until the commit) and the WAL (every frame checkpointed, the log truncated)."""
@@ -289,9 +329,9 @@ class EmbeddedBackend:
         if isinstance(op, ScopeWithin):
             self._scope(conn, op.tenant, op.child, op.parent)
             conn.execute(
-                "INSERT OR IGNORE INTO within (tenant, child, parent, seq) "
-                "VALUES (?, ?, ?, (SELECT coalesce(max(seq), 0) + 1 FROM within))",
-                (op.tenant, op.child, op.parent),
+                "INSERT OR IGNORE INTO within (tenant, child, parent, recorded, seq) "
+                "VALUES (?, ?, ?, ?, (SELECT coalesce(max(seq), 0) + 1 FROM within))",
+                (op.tenant, op.child, op.parent, ts(op.recorded)),
             )
         elif isinstance(op, RelateScopes):
             self._scope(conn, op.tenant, op.a, op.b)
@@ -352,14 +392,23 @@ class EmbeddedBackend:
 
     @staticmethod
     def _add_edge(conn: sqlite3.Connection, op: AddEdge) -> None:
-        at = ts(op.at)
+        at, recorded = ts(op.at), ts(op.recorded)
         conn.execute(
-            "INSERT INTO lineage (tenant, label, src, dst, dst_is_source, at, reason, seq) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(seq), 0) + 1 FROM lineage)) "
-            "ON CONFLICT (tenant, src, label, dst, dst_is_source) DO UPDATE SET at = excluded.at, "
-            "reason = excluded.reason",
-            (op.tenant, op.label, op.src, op.dst, int(op.dst_is_source), at, op.reason),
+            "INSERT INTO lineage (tenant, label, src, dst, dst_is_source, at, reason, recorded, seq) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(seq), 0) + 1 FROM lineage)) "
+            # The same edge again keeps its earliest effect (the records' columns keep the minimum).
+            "ON CONFLICT (tenant, src, label, dst, dst_is_source) DO UPDATE SET "
+            "reason = CASE WHEN excluded.at < at THEN excluded.reason ELSE reason END, "
+            "recorded = CASE WHEN excluded.at < at THEN excluded.recorded ELSE recorded END, "
+            "at = min(at, excluded.at)",
+            (op.tenant, op.label, op.src, op.dst, int(op.dst_is_source), at, op.reason, recorded),
         )
+        if recorded is not None:
+            conn.execute(
+                "UPDATE records SET changed_at = ?1 WHERE tenant = ?2 AND id = ?3 "
+                "AND (changed_at IS NULL OR changed_at < ?1)",
+                (recorded, op.tenant, op.dst if op.label == "SUPERSEDES" else op.src),
+            )
         if op.label == "SUPERSEDES":
             conn.execute(
                 "UPDATE records SET superseded_at = ? WHERE tenant = ? AND id = ? "
@@ -557,12 +606,12 @@ class EmbeddedBackend:
     def scope_descendants(self, tenant: str, scope: str) -> set[str]:
         return self._walk(tenant, [scope], "SELECT child FROM within WHERE tenant = ? AND parent = ?")
 
-    def _walk(self, tenant: str, start: Sequence[str], step: str) -> set[str]:
+    def _walk(self, tenant: str, start: Sequence[str], step: str, *extra: Any) -> set[str]:
         seen = set(start)
         stack = list(seen)
         with self._read() as conn:
             while stack:
-                for (other,) in conn.execute(step, (tenant, stack.pop())):
+                for (other,) in conn.execute(step, (tenant, stack.pop(), *extra)):
                     if other not in seen:
                         seen.add(other)
                         stack.append(other)
@@ -599,7 +648,8 @@ class EmbeddedBackend:
     ) -> tuple[list[str], set[str], tuple[int, ...]]:
         """(every scope reachable upward from the context, by key; those a record may apply
         to; their revisions)."""
-        reached = sorted(self._walk(ctx.tenant, ctx.entry_scopes, _PARENTS))
+        # Only through the WITHIN edges recorded by the read's knowledge time.
+        reached = sorted(self._walk(ctx.tenant, ctx.entry_scopes, _PARENTS_KNOWN, ts(ctx.known_at)))
         own = set(ctx.own_runs)
         matching = {s for s in reached if scope_type(s) != "run" or s in own}
         revs: dict[str, int] = {}
@@ -625,12 +675,13 @@ class EmbeddedBackend:
                 ctx.clearance,
                 ctx.environment,
             )
-            found = self._memo.get(key, revs, ctx.now)
+            found = self._memo.get(key, revs, ctx.now, ctx.known_at)
             if found is not None:
                 return ViewGate(found)
             verdicts: list[tuple[str, str, DropReason | None]] = []
             survivors: list[tuple[str, str, float, tuple[float, ...] | None]] = []
             times: set[datetime] = set()
+            known: set[datetime] = set()
             for at in range(0, len(reached), 500):
                 chunk = reached[at : at + 500]
                 rows = conn.execute(
@@ -638,28 +689,51 @@ class EmbeddedBackend:
                     f"WHERE tenant = ? AND scope IN ({_marks(len(chunk))})",
                     (ctx.tenant, *chunk),
                 )
-                for row in rows:
-                    cand = self._candidate(ctx.tenant, row)
+                for row in rows.fetchall():
+                    cand = self._candidate(ctx.tenant, row, conn, ctx.known_at)
                     times.update(
                         t
                         for t in (cand.start, cand.end, cand.superseded_at, cand.invalidated_at)
                         if t is not None
                     )
+                    known.update(t for t in (cand.known_from, cand.changed_at) if t is not None)
+                    if cand.changes:
+                        times.update(c[1] for c in cand.changes)
+                        known.update(c[2] for c in cand.changes if c[2] is not None)
+                    known.update(v[0] for v in cand.versions)
+                    if unknown_at(cand, ctx.known_at):
+                        continue
                     reason = drop_reason(cand, ctx, row[13] in matching)
-                    verdicts.append((cand.id, cand.fingerprint, reason))
+                    verdicts.append((cand.id, cand.version_at(ctx.known_at)[1], reason))
                     if reason is None:
                         emb = row[15]
                         survivors.append(
                             (cand.id, row[14], cand.recency, None if emb is None else tuple(array("d", emb)))
                         )
         made = Verdicts.of_rows(verdicts, survivors)
-        self._memo.put(key, revs, sorted(times), ctx.now, made)
+        self._memo.put(key, revs, (sorted(times), sorted(known)), (ctx.now, ctx.known_at), made)
         return ViewGate(made)
 
-    def _candidate(self, tenant: str, row: sqlite3.Row | tuple[Any, ...]) -> Candidate:
-        """The gate's inputs from a row's columns; a value no write could have stored is damage."""
+    def _candidate(
+        self,
+        tenant: str,
+        row: sqlite3.Row | tuple[Any, ...],
+        conn: sqlite3.Connection,
+        as_of: datetime,
+    ) -> Candidate:
+        """The gate's inputs from a row's columns, with the record's lineage changes when
+        ``as_of`` is earlier than one of them; a value no write could have stored is damage."""
         (rid, fingerprint, kind, policy, status, start, stop, recency, sens, ok, pre, sup, inv, *_) = row
+        known_from, changed_at = row[16], row[17]
+        changes = None
+        versions: tuple[tuple[datetime, Status, str], ...] = ()
         try:
+            if changed_at is not None and as_of < datetime.fromisoformat(changed_at):
+                changes = tuple(
+                    (bool(is_sup), datetime.fromisoformat(at), _dt(rec))
+                    for is_sup, at, rec in conn.execute(_CHANGES, (tenant, rid))
+                )
+                versions = self._versions(conn, tenant, rid)
             return Candidate(
                 None,
                 _dt(sup),
@@ -676,9 +750,25 @@ class EmbeddedBackend:
                 _STATUSES[status],
                 bool(ok),
                 frozenset(json.loads(pre)) if pre != "[]" else frozenset(),
+                _dt(known_from),
+                _dt(changed_at),
+                changes,
+                versions,
             )
         except (KeyError, ValueError, TypeError) as err:
             raise corrupt_error(str(self.engine.path), err) from None
+
+    @staticmethod
+    def _versions(
+        conn: sqlite3.Connection, tenant: str, rid: str
+    ) -> tuple[tuple[datetime, Status, str], ...]:
+        return tuple(
+            (datetime.fromisoformat(until), _STATUSES[status], fingerprint)
+            for until, status, fingerprint in conn.execute(
+                "SELECT until, status, fingerprint FROM versions WHERE tenant = ? AND id = ? ORDER BY until",
+                (tenant, rid),
+            )
+        )
 
     def candidates(self, ctx: ReadContext) -> list[tuple[Candidate, bool]]:
         """Every candidate of ``ctx`` built from its whole record, with whether it is in scope:
@@ -687,11 +777,14 @@ class EmbeddedBackend:
             reached, matching, _ = self._reach(conn, ctx)
             out: list[tuple[Candidate, bool]] = []
             for record in self.records_applying(ctx.tenant, reached):
-                sup, inv = conn.execute(
-                    "SELECT superseded_at, invalidated_at FROM records WHERE tenant = ? AND id = ?",
-                    (ctx.tenant, record.id),
-                ).fetchone()
-                out.append((Candidate.of(record, _dt(sup), _dt(inv)), record.scope in matching))
+                changes = [
+                    (bool(is_sup), datetime.fromisoformat(at), _dt(rec))
+                    for is_sup, at, rec in conn.execute(_CHANGES, (ctx.tenant, record.id))
+                ]
+                versions = self._versions(conn, ctx.tenant, record.id)
+                out.append(
+                    (Candidate.of(record, changes=changes, versions=versions), record.scope in matching)
+                )
         return out
 
     def gate_one(self, ctx: ReadContext, record_id: str) -> tuple[str, DropReason | None] | None:
@@ -699,7 +792,7 @@ class EmbeddedBackend:
         if found is None:
             return None
         cand, in_scope = found
-        return cand.fingerprint, drop_reason(cand, ctx, in_scope)
+        return cand.version_at(ctx.known_at)[1], drop_reason(cand, ctx, in_scope)
 
     def gate_input(self, ctx: ReadContext, record_id: str) -> tuple[Candidate, bool] | None:
         """What the gate decides one record on: its candidate and whether it applies in the
@@ -712,7 +805,7 @@ class EmbeddedBackend:
             if row is None:
                 return None
             _, matching, _ = self._reach(conn, ctx)
-        return self._candidate(ctx.tenant, row), row[13] in matching
+            return self._candidate(ctx.tenant, row, conn, ctx.known_at), row[13] in matching
 
     def revision(self) -> tuple[int, int]:
         """Changes whenever the store may have changed: a write applied through this backend
@@ -778,7 +871,10 @@ class EmbeddedBackend:
                         (tenant, rid),
                     )
                 )
-                out.append(Dependent(records[rid], parents))
+                (own,) = conn.execute(
+                    "SELECT invalidated_at FROM records WHERE tenant = ? AND id = ?", (tenant, rid)
+                ).fetchone()
+                out.append(Dependent(records[rid], parents, _dt(own)))
         return out
 
     def trace(
@@ -817,14 +913,14 @@ class EmbeddedBackend:
                 ):
                     edges.add(LineageEdgeRow(node, source, "CITES", None, None))
                     sources.add(source)
-                for label, src, dst, is_source, at, reason in conn.execute(
-                    "SELECT label, src, dst, dst_is_source, at, reason FROM lineage "
+                for label, src, dst, is_source, at, reason, rec in conn.execute(
+                    "SELECT label, src, dst, dst_is_source, at, reason, recorded FROM lineage "
                     "WHERE tenant = ? AND src = ? "
-                    "UNION ALL SELECT label, src, dst, dst_is_source, at, reason FROM lineage "
+                    "UNION ALL SELECT label, src, dst, dst_is_source, at, reason, recorded FROM lineage "
                     "WHERE tenant = ? AND dst = ? AND label = 'SUPERSEDES' AND dst_is_source = 0",
                     (tenant, node, tenant, node),
                 ):
-                    edges.add(LineageEdgeRow(src, dst, label, _dt(at), reason))
+                    edges.add(LineageEdgeRow(src, dst, label, _dt(at), reason, _dt(rec)))
                     other = dst if src == node else src
                     (sources if is_source else memories).add(other)
             found = self._by_ids(tenant, sorted(memories))
@@ -846,8 +942,10 @@ class EmbeddedBackend:
         with self._read() as conn:
             records: list[Op] = [PutRecord(record=r) for r in self.all_records(tenant)]
             edges: list[Op] = [
-                ScopeWithin(tenant=tenant, child=c, parent=p)
-                for c, p in conn.execute("SELECT child, parent FROM within WHERE tenant = ?", (tenant,))
+                ScopeWithin(tenant=tenant, child=c, parent=p, recorded=_dt(rec))
+                for c, p, rec in conn.execute(
+                    "SELECT child, parent, recorded FROM within WHERE tenant = ?", (tenant,)
+                )
             ]
             edges += [
                 RelateScopes(tenant=tenant, a=a, rel_type=t, b=b)
@@ -862,9 +960,11 @@ class EmbeddedBackend:
                     dst_is_source=bool(is_source),
                     at=datetime.fromisoformat(at),
                     reason=reason,
+                    recorded=_dt(rec),
                 )
-                for label, src, dst, is_source, at, reason in conn.execute(
-                    "SELECT label, src, dst, dst_is_source, at, reason FROM lineage WHERE tenant = ?",
+                for label, src, dst, is_source, at, reason, rec in conn.execute(
+                    "SELECT label, src, dst, dst_is_source, at, reason, recorded FROM lineage "
+                    "WHERE tenant = ?",
                     (tenant,),
                 )
             ]

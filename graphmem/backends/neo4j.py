@@ -79,6 +79,8 @@ SCHEMA_VERSION = 5
 #: Records whose text (content, embedding) a backend keeps for ranking, by default.
 DOC_CACHE = 200_000
 _REASONS: dict[str, DropReason | None] = {"": None, **{r.value: r for r in DropReason}}
+#: The gate list's codes of the statuses forgetting sets: they hold at every knowledge time.
+_FORGOTTEN_CODES = [STATUSES.index(s.value) for s in (Status.REVOKED, Status.RELEASED, Status.ERASED)]
 #: Pauses between attempts of a read that failed in a retryable way.
 _READ_PAUSES = (0.05, 0.2, 1.0)
 #: Failures the driver reports from the server or the connection, releasing the
@@ -618,6 +620,8 @@ class Neo4jBackend:
             policy=ctx.policy,
             statuses=STATUSES,
             now=micros(ctx.now),
+            as_of=micros(ctx.known_at),
+            forgotten=_FORGOTTEN_CODES,
             clearance_rank=ctx.clearance.rank,
             environment=[*ctx.environment, *self._crypt.tokens(ctx.tenant, ctx.environment)],
             fingerprints=fingerprints,
@@ -820,7 +824,7 @@ class Neo4jBackend:
 
     def _dependents(self, name: str, tenant: str, record_ids: Sequence[str]) -> list[Dependent]:
         found = self._read(name, tenant=tenant, ids=list(record_ids))[0]["dependents"]
-        records = self._crypt.records(tenant, [stored for stored, _ in found])
+        records = self._crypt.records(tenant, [stored for stored, _, _ in found])
         return [
             Dependent(
                 record,
@@ -828,8 +832,9 @@ class Neo4jBackend:
                     ParentState(pid, Status(status), from_micros(sup), from_micros(inv))
                     for pid, status, sup, inv in parents
                 ),
+                from_micros(invalidated),
             )
-            for record, (_, parents) in zip(records, found, strict=True)
+            for record, (_, parents, invalidated) in zip(records, found, strict=True)
         ]
 
     def related_scopes(self, tenant: str, anchor: str, via: Sequence[str], hops: int) -> set[str]:
@@ -870,7 +875,14 @@ class Neo4jBackend:
                 source = self._crypt.source(tenant, row["source"])
                 sources[source.id] = source
             edges.add(
-                LineageEdgeRow(row["src"], row["dst"], row["type"], from_micros(row["at"]), row["reason"])
+                LineageEdgeRow(
+                    row["src"],
+                    row["dst"],
+                    row["type"],
+                    from_micros(row["at"]),
+                    row["reason"],
+                    from_micros(row["recorded"]),
+                )
             )
         for record in self.get_many(tenant, sorted(upstream)):
             memories[record.id] = record
@@ -886,7 +898,11 @@ class Neo4jBackend:
         edges: list[Op] = []
         for row in self._read("export_scope_edges", tenant=tenant):
             if row["label"] == "WITHIN":
-                edges.append(ScopeWithin(tenant=tenant, child=row["a"], parent=row["b"]))
+                edges.append(
+                    ScopeWithin(
+                        tenant=tenant, child=row["a"], parent=row["b"], recorded=from_micros(row["recorded"])
+                    )
+                )
             else:
                 edges.append(RelateScopes(tenant=tenant, a=row["a"], rel_type=row["rel_type"], b=row["b"]))
         for row in self._read("export_lineage_edges", tenant=tenant):
@@ -899,6 +915,7 @@ class Neo4jBackend:
                     dst_is_source=row["dst_is_source"],
                     at=from_micros(row["at"]),
                     reason=row["reason"],
+                    recorded=from_micros(row["recorded"]),
                 )
             )
         edges.sort(key=lambda op: op.model_dump_json())

@@ -21,6 +21,7 @@ from graphmem.backends.base import (
     AddEdge,
     AppendAudit,
     Op,
+    PriorVersion,
     PutRecord,
     RelateScopes,
     ScopeWithin,
@@ -198,6 +199,22 @@ def _record_row(record: MemoryRecord, sealed: SealedRecord) -> list[Any]:
     ]
 
 
+def _prior_row(record: MemoryRecord, prior: PriorVersion | None) -> list[Any] | None:
+    """The version an overwrite keeps, as the statements read it: [until in µs, status code,
+    fingerprint, its two tokens]; None when it keeps none (or nothing changed)."""
+    if prior is None or record.status is Status.ERASED:
+        return None
+    fingerprint = _stored(record)[1]
+    if prior.fingerprint == fingerprint:
+        return None
+    return [
+        micros(prior.until),
+        _STATUS_CODE[prior.status],
+        prior.fingerprint,
+        *fingerprint_tokens(prior.fingerprint),
+    ]
+
+
 def _update_row(record: MemoryRecord, sealed: SealedRecord) -> list[Any]:
     """What an UpdateRecord may change: status, and what an erase clears (update_records.cypher)."""
     _, fingerprint, tombstone = _stored(record)
@@ -224,15 +241,16 @@ def _update_row(record: MemoryRecord, sealed: SealedRecord) -> list[Any]:
 def op_row(op: Op) -> tuple[str, str, Any]:
     """(statement file, tenant, row) of one operation."""
     if isinstance(op, PutRecord):
-        return ("put_records" if op.replace else "create_records"), op.record.tenant, op.record
+        return ("put_records" if op.replace else "create_records"), op.record.tenant, (op.record, op.prior)
     if isinstance(op, UpdateRecord):
-        return "update_records", op.record.tenant, op.record
+        return "update_records", op.record.tenant, (op.record, op.prior)
     if isinstance(op, ScopeWithin):
         row: dict[str, Any] = {
             "child": op.child,
             "parent": op.parent,
             "child_type": scope_type(op.child),
             "parent_type": scope_type(op.parent),
+            "recorded": micros(op.recorded),
         }
         return "scope_within", op.tenant, row
     if isinstance(op, RelateScopes):
@@ -251,6 +269,7 @@ def op_row(op: Op) -> tuple[str, str, Any]:
             "dst_is_source": op.dst_is_source,
             "at": micros(op.at),
             "reason": op.reason,
+            "recorded": micros(op.recorded),
         }
         return ("add_supersedes" if op.label == "SUPERSEDES" else "add_invalidated_by"), op.tenant, row
     if isinstance(op, AppendAudit):
@@ -273,17 +292,21 @@ def _chunk_params(name: str, tenant: str, rows: list[Any], crypt: Crypt) -> Iter
         chunk = rows[i : i + _BATCH]
         if name in ("create_records", "put_records"):
             groups: dict[str, list[Any]] = {}
-            for record, sealed in zip(chunk, crypt.seal_records(tenant, chunk), strict=True):
+            records = [record for record, _ in chunk]
+            for (record, prior), sealed in zip(chunk, crypt.seal_records(tenant, records), strict=True):
                 group = groups.get(record.scope)
                 if group is None:
                     group = groups[record.scope] = [record.scope, scope_type(record.scope), []]
-                group[2].append(_record_row(record, sealed))
-            lineage = [[r.id, parent] for r in chunk for parent in r.derived_from]
+                group[2].append([*_record_row(record, sealed), _prior_row(record, prior)])
+            lineage = [[r.id, parent] for r in records for parent in r.derived_from]
             yield {"groups": list(groups.values()), "lineage": lineage}
         elif name == "update_records":
-            sealed_rows = crypt.seal_records(tenant, chunk)
+            sealed_rows = crypt.seal_records(tenant, [record for record, _ in chunk])
             yield {
-                "rows": [_update_row(r, sealed) for r, sealed in zip(chunk, sealed_rows, strict=True)],
+                "rows": [
+                    [*_update_row(record, sealed), _prior_row(record, prior)]
+                    for (record, prior), sealed in zip(chunk, sealed_rows, strict=True)
+                ],
                 # One update per source: records citing the same source carry the same state.
                 "sources": list({p["id"]: p for sealed in sealed_rows for p in sealed.sources}.values()),
             }

@@ -59,7 +59,10 @@ def check_database(conn: sqlite3.Connection) -> list[str]:
 
     Edges cannot cross tenants here: each row holds one tenant and both ends are looked up in it.
     """
-    problems = [f"sqlite: {msg}" for (msg,) in conn.execute("PRAGMA integrity_check") if msg != "ok"]
+    try:
+        problems = [f"sqlite: {msg}" for (msg,) in conn.execute("PRAGMA integrity_check") if msg != "ok"]
+    except sqlite3.DatabaseError as err:  # a page so damaged that the check itself stops
+        return [f"sqlite: {err}"]
     if problems:
         return problems
     for what, sql in _DANGLING.items():
@@ -73,7 +76,7 @@ def check_database(conn: sqlite3.Connection) -> list[str]:
                 problems.append(f"{label} cycle in tenant {tenant!r}: {' -> '.join(cycle)}")
                 break
     for row in conn.execute(f"SELECT {RECORD_ROW} FROM records"):  # noqa: S608 - a constant column list
-        tenant, rid, fingerprint, body = row[0], row[1], row[7], row[-1]
+        tenant, rid, fingerprint, body = row[0], row[1], row[7], row[16]
         if sha256(body) != fingerprint:
             problems.append(f"fingerprint mismatch: tenant {tenant!r}, record {rid!r}")
             continue

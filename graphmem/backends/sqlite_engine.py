@@ -29,8 +29,10 @@ from graphmem.model.canonical import sha256
 __all__ = ["DB_NAME", "FORMAT", "RECORD_ROW", "Engine", "corrupt_error", "record_row", "ts"]
 
 DB_NAME = "graphmem.sqlite3"
-FORMAT = 2
-"""The store format: 0.1 stores (snapshot + journal) were format 1."""
+FORMAT = 3
+"""The store format: 0.1 stores (snapshot + journal) were format 1; format 2 had no
+knowledge times (records' ``known_from`` and ``changed_at``, lineage's and within's
+``recorded``, the ``versions`` table), and is migrated in place when opened."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -42,6 +44,7 @@ CREATE TABLE IF NOT EXISTS records (
     succeeded INTEGER NOT NULL, preconditions TEXT NOT NULL,
     superseded_at TEXT, invalidated_at TEXT,
     content TEXT NOT NULL, embedding TEXT, body TEXT NOT NULL,
+    known_from TEXT, changed_at TEXT,
     UNIQUE (tenant, id)
 );
 CREATE INDEX IF NOT EXISTS records_scope ON records (tenant, scope);
@@ -70,6 +73,7 @@ CREATE TABLE IF NOT EXISTS scopes (
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS within (
     tenant TEXT NOT NULL, child TEXT NOT NULL, parent TEXT NOT NULL, seq INTEGER NOT NULL,
+    recorded TEXT,
     PRIMARY KEY (tenant, child, parent)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS within_parent ON within (tenant, parent);
@@ -81,9 +85,16 @@ CREATE INDEX IF NOT EXISTS related_b ON related (tenant, b);
 CREATE TABLE IF NOT EXISTS lineage (
     tenant TEXT NOT NULL, label TEXT NOT NULL, src TEXT NOT NULL, dst TEXT NOT NULL,
     dst_is_source INTEGER NOT NULL, at TEXT NOT NULL, reason TEXT, seq INTEGER NOT NULL,
+    recorded TEXT,
     PRIMARY KEY (tenant, src, label, dst, dst_is_source)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS lineage_dst ON lineage (tenant, dst, label);
+-- Earlier versions of overwritten records (status and fingerprint until a recorded change),
+-- for replays as of an earlier knowledge time.
+CREATE TABLE IF NOT EXISTS versions (
+    tenant TEXT NOT NULL, id TEXT NOT NULL, until TEXT NOT NULL, status TEXT NOT NULL,
+    fingerprint TEXT NOT NULL, PRIMARY KEY (tenant, id, until)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS audit (
     seq INTEGER PRIMARY KEY, tenant TEXT NOT NULL, at_us INTEGER NOT NULL, body TEXT NOT NULL
 );
@@ -104,7 +115,7 @@ END;
 
 RECORD_ROW = (
     "tenant, id, scope, kind, status, policy, content_hash, fingerprint, start, stop, recency, "
-    "sensitivity, succeeded, preconditions, content, embedding, body"
+    "sensitivity, succeeded, preconditions, content, embedding, body, known_from"
 )
 
 
@@ -146,6 +157,7 @@ def record_row(record: MemoryRecord) -> tuple[Any, ...]:
         record.content,
         None if record.embedding is None else array("d", record.embedding).tobytes(),
         body,
+        ts(record.created_at),  # the record's knowledge time: when the store recorded it
     )
 
 
@@ -196,7 +208,9 @@ class Engine:
         try:
             with self._guard():
                 version = conn.execute("PRAGMA user_version").fetchone()[0]
-                if version not in (0, FORMAT):
+                if version == 2:
+                    self._migrate_from_2(conn)
+                elif version not in (0, FORMAT):
                     raise BackendUnavailable(
                         f"the store file {str(path)!r} has format {version}; this graphmem reads "
                         f"format {FORMAT} — upgrade graphmem",
@@ -213,6 +227,34 @@ class Engine:
                         raise
         except BaseException:
             self.close()
+            raise
+
+    @staticmethod
+    def _migrate_from_2(conn: sqlite3.Connection) -> None:
+        """Format 2 → 3 in one transaction: the knowledge-time columns, each record's known
+        from its ``created_at``; lineage edges of a format 2 store are known at every time."""
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            if conn.execute("PRAGMA user_version").fetchone()[0] == 2:  # another process may have won
+                conn.execute("ALTER TABLE records ADD COLUMN known_from TEXT")
+                conn.execute("ALTER TABLE records ADD COLUMN changed_at TEXT")
+                conn.execute("ALTER TABLE lineage ADD COLUMN recorded TEXT")
+                conn.execute("ALTER TABLE within ADD COLUMN recorded TEXT")
+                conn.execute(
+                    "CREATE TABLE IF NOT EXISTS versions (tenant TEXT NOT NULL, id TEXT NOT NULL, "
+                    "until TEXT NOT NULL, status TEXT NOT NULL, fingerprint TEXT NOT NULL, "
+                    "PRIMARY KEY (tenant, id, until)) WITHOUT ROWID"
+                )
+                rows = conn.execute("SELECT rowid, body FROM records").fetchall()
+                conn.executemany(
+                    "UPDATE records SET known_from = ? WHERE rowid = ?",
+                    [(ts(datetime.fromisoformat(json.loads(b)["created_at"])), rowid) for rowid, b in rows],
+                )
+                conn.execute(f"PRAGMA user_version = {FORMAT}")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
             raise
 
     # -- connections --------------------------------------------------------

@@ -19,7 +19,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from graphmem.bench.invariants import Forgotten, Ledger, Recalled, Violation, check
 from graphmem.errors import GraphmemError
@@ -42,6 +42,8 @@ from graphmem.store import MemoryStore
 
 __all__ = ["MixedConfig", "MixedReport", "run_mixed"]
 
+_LIVE = datetime(9999, 1, 1, tzinfo=UTC)
+"""The knowledge time of a read of the present: after every write."""
 _USERS = 4
 _RUNS = 3
 _CHANNELS = ("email", "phone", "chat")
@@ -205,7 +207,11 @@ class _Worker:
     def _context(self) -> ReadContext:
         u = self._user()
         run = self.rng.choice([None, *(f"r{r}" for r in range(_RUNS))])
-        return ReadContext(tenant=self.tenant, scopes=(f"user:u{u}",), run_id=run, now=utcnow(), limit=20)
+        # A read of the present: it knows everything committed before its snapshot, however
+        # recently (as_of = now would miss a change recorded while the call was starting).
+        return ReadContext(
+            tenant=self.tenant, scopes=(f"user:u{u}",), run_id=run, now=utcnow(), as_of=_LIVE, limit=20
+        )
 
     # -- writes --------------------------------------------------------
 

@@ -18,6 +18,7 @@ from graphmem.store import MemoryStore
 
 __all__ = [
     "CORPORA",
+    "KNOWN",
     "NOW",
     "WORDS",
     "Answer",
@@ -33,6 +34,8 @@ __all__ = [
 ]
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
+KNOWN = datetime(9999, 1, 1, tzinfo=UTC)
+"""The bench's knowledge time: its reads know every write (recorded by the store's own clock)."""
 WORDS = [f"w{i:04d}" for i in range(3000)]
 
 Tick = Callable[[int], None]

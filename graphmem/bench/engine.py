@@ -31,13 +31,14 @@ def rss_mb():
     return 0.0
 from graphmem import MemoryStore, ReadContext
 from graphmem.backends import embedded  # imported before the clock starts: open, not import, is timed
-from graphmem.bench.core import NOW
+from graphmem.bench.core import KNOWN, NOW
 before = rss_mb()
 t0 = time.perf_counter()
 store = MemoryStore.embedded(spec["path"], audit_recalls=False)
 opened = time.perf_counter() - t0
 after_open = rss_mb()
-contexts = [ReadContext(tenant=spec["tenant"], scopes=(s,), now=NOW, environment=("cap-a",), limit=10)
+contexts = [ReadContext(tenant=spec["tenant"], scopes=(s,), now=NOW, as_of=KNOWN, environment=("cap-a",),
+                        limit=10)
             for s in spec["scopes"]]
 t1 = time.perf_counter()
 for i in range(100):
@@ -95,14 +96,15 @@ def reader_beside_writer(
 ) -> dict[str, Any]:
     """Recall latency in this process alone, then while another process writes continuously."""
     from graphmem import ReadContext
-    from graphmem.bench.core import NOW
+    from graphmem.bench.core import KNOWN, NOW
 
     directory = getattr(store.backend, "directory", None)
     if directory is None:
         raise ValueError("the two-process workload needs a store on disk")
     reader = MemoryStore.embedded(directory, audit_recalls=False)
     contexts = [
-        ReadContext(tenant=tenant, scopes=(s,), now=NOW, environment=("cap-a",), limit=10) for s in scopes
+        ReadContext(tenant=tenant, scopes=(s,), now=NOW, as_of=KNOWN, environment=("cap-a",), limit=10)
+        for s in scopes
     ]
     i = 0
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from graphmem.backends.cypher import cypher
 from graphmem.bench.core import (
+    KNOWN,
     NOW,
     Latency,
     Progress,
@@ -204,7 +205,9 @@ def load_main(store: MemoryStore, tenant: str, total: int, cfg: BenchConfig) -> 
     rng = random.Random(11)
     cases = [rng.randrange(scopes) for _ in range(cfg.contexts)]
     contexts = [
-        ReadContext(tenant=tenant, scopes=(f"case:c{c}",), now=NOW, environment=("cap-a",), limit=10)
+        ReadContext(
+            tenant=tenant, scopes=(f"case:c{c}",), now=NOW, as_of=KNOWN, environment=("cap-a",), limit=10
+        )
         for c in cases
     ]
     by_case = {c: candidates(records[c::scopes]) for c in set(cases)}
@@ -404,7 +407,9 @@ def recall_broad(store: MemoryStore, tenant: str, total: int, cfg: BenchConfig) 
     asked = [c.record for c, _ in reached[:2000] if c.record is not None]
     query_list = _questions(cfg, 19, [asked] * cfg.contexts)
     contexts = [
-        ReadContext(tenant=tenant, scopes=("desk:broad",), now=NOW, environment=("cap-a",), limit=10)
+        ReadContext(
+            tenant=tenant, scopes=("desk:broad",), now=NOW, as_of=KNOWN, environment=("cap-a",), limit=10
+        )
     ] * cfg.contexts
     expected = [oracle(reached, ctx, q).selected for ctx, q in zip(contexts, query_list, strict=True)]
     latency, firsts, exact, _ = _timed_recalls(
@@ -548,7 +553,9 @@ def _timed_forgets(
         report = store.forget(case.request)
         samples.append((time.perf_counter() - start) * 1000.0)
         tenant = case.request.tenant
-        check = store.recall(ReadContext(tenant=tenant, scopes=(case.scope,), now=NOW), explain=True)
+        check = store.recall(
+            ReadContext(tenant=tenant, scopes=(case.scope,), now=NOW, as_of=KNOWN), explain=True
+        )
         out = {d.record_id for d in check.decisions if d.reason is _GONE[cfg.forget_mode]}
         removed.append(len(out & case.dependents))
         listed = [e.record_id for e in report.entries]

@@ -28,6 +28,9 @@ from graphmem.store import MemoryStore
 __all__ = ["CAPABILITIES", "MATCH_ONLY", "NOW", "EvalQuery", "Truth", "Workload", "build_workloads"]
 
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+KNOWN = datetime(9999, 1, 1, tzinfo=UTC)
+"""Every query's knowledge time: the eval asks what the store now knows was true at its ``now``
+(the workload's writes are recorded by the store's own clock, after ``NOW``)."""
 """The evaluation's present: every query not marked as-of is asked at this time."""
 DAY, MINUTE = timedelta(days=1), timedelta(minutes=1)
 MATCH_ONLY = 1e-6
@@ -236,10 +239,11 @@ class _Writer:
         )
 
     def ask(self, qid: str, text: str, visible: tuple[str, ...], **spec: Any) -> None:
-        """Queue a query; context fields go to its ``ReadContext`` (limit 5, now ``NOW``)."""
-        keys = ("kinds", "run_id", "now", "environment", "limit", "scopes")
+        """Queue a query; context fields go to its ``ReadContext`` (limit 5, now ``NOW``, as of
+        ``KNOWN``)."""
+        keys = ("kinds", "run_id", "now", "as_of", "environment", "limit", "scopes")
         ctx = ReadContext.model_validate(
-            {"tenant": self.tenant, "min_score": MATCH_ONLY, "limit": 5, "now": NOW}
+            {"tenant": self.tenant, "min_score": MATCH_ONLY, "limit": 5, "now": NOW, "as_of": KNOWN}
             | {k: spec.pop(k) for k in keys if k in spec}
         )
         query = EvalQuery(qid, self.work.capability, ctx, text, frozenset(visible), **spec)

@@ -345,8 +345,16 @@ class GraphmemStore(BaseStore):
     # -- reads ------------------------------------------------------------
 
     def _ctx(self, scopes: Iterable[str]) -> ReadContext:
+        # A LangGraph read is of the present: it knows everything recorded, by this adapter's
+        # clock (items' created_at) or the store's (supersessions).
+        now = self.clock()
         return ReadContext(
-            tenant=self.tenant, policy=self.policy, scopes=tuple(scopes), now=self.clock(), kinds=(self.kind,)
+            tenant=self.tenant,
+            policy=self.policy,
+            scopes=tuple(scopes),
+            now=now,
+            as_of=max(now, self.store.clock()),
+            kinds=(self.kind,),
         )
 
     def _decode(self, record_id: str, content: str) -> _Entry | None:

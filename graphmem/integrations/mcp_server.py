@@ -5,7 +5,8 @@ starts; no tool takes a tenant and a call that passes one is refused (every
 tool rejects arguments it does not declare). The tools:
 
 * ``remember`` — propose a memory through the write gate (``MemoryStore.propose``)
-* ``recall`` — gated, ranked recall with its receipt
+* ``recall`` — gated, ranked recall with its receipt and the context's times
+* ``verify`` — replay a recall's receipt as of its knowledge time
 * ``explain`` — why one record was (not) used
 * ``trace`` — the lineage of one record, as a tree and as nodes/edges
 * ``forget`` — release, revoke or erase a record, source or scope
@@ -75,6 +76,7 @@ from graphmem.model import (
     Source,
     Status,
     Trust,
+    VerifyResult,
     WriteDecision,
     WriteProposal,
 )
@@ -174,6 +176,10 @@ class SelectionOut(BaseModel):
     principal: str
     memories: list[MemoryOut]
     receipt: Receipt
+    now: datetime | None = Field(default=None, description="The recall's valid time; pass it to verify.")
+    as_of: datetime | None = Field(
+        default=None, description="The recall's knowledge time; pass it to verify."
+    )
     decisions: list[Decision] = Field(
         default_factory=list, description="With explain: every candidate's decision and drop reason."
     )
@@ -318,6 +324,8 @@ class _Tools:
         run_id: str | None,
         limit: int,
         min_score: float = 0.0,
+        now: datetime | None = None,
+        as_of: datetime | None = None,
     ) -> ReadContext:
         scopes = tuple(scopes) or self.default_scopes
         self.limit.check_read(scopes, run_id)
@@ -325,7 +333,8 @@ class _Tools:
             tenant=self.tenant,
             policy=self.store.write_policy.version,
             scopes=scopes,
-            now=self.store.clock(),
+            now=self.store.clock() if now is None else now,
+            as_of=as_of,
             run_id=run_id,
             kinds=tuple(kinds) or tuple(Kind),
             environment=(*self.environment, *environment),
@@ -359,6 +368,8 @@ class _Tools:
             principal=self.principal,
             memories=[_memory_out(r, scores.get(r.id)) for r in selection.records],
             receipt=selection.receipt,
+            now=selection.receipt.now,
+            as_of=selection.receipt.as_of,
             decisions=list(selection.decisions) if explain else [],
         )
         text = render_memories(
@@ -485,6 +496,41 @@ class _Tools:
             )
             return self._selection(
                 self.store.recall(ctx, query, explain=explain, actor=self.principal), "recall", explain
+            )
+
+        return self._guarded(call)
+
+    def verify(
+        self,
+        receipt: Annotated[Receipt, Field(description="The receipt a recall returned.")],
+        now: Annotated[datetime, Field(description="The recall's now, as recall returned it.")],
+        as_of: Annotated[datetime, Field(description="The recall's as_of, as recall returned it.")],
+        kinds: KindList = (),
+        scopes: ScopeList = (),
+        environment: Environment = (),
+        run_id: RunId = None,
+        limit: Limit = 10,
+        min_score: Annotated[float, Field(ge=0.0, description="The recall's min_score.")] = 0.0,
+    ) -> Annotated[CallToolResult, VerifyResult]:
+        """Check a recall's receipt: replay the recall (same arguments, its now and as_of) as of
+        what the store knew then. Returns verified, changed_since (records forgotten since) or
+        mismatch (what differs)."""
+
+        def call() -> CallToolResult:
+            ctx = self._context(
+                kinds=kinds,
+                scopes=scopes,
+                environment=environment,
+                run_id=run_id,
+                limit=limit,
+                min_score=min_score,
+                now=now,
+                as_of=as_of,
+            )
+            result = self.store.verify(receipt, ctx)
+            detail = ", ".join(result.forgotten or result.differences)
+            return _result(
+                f"receipt {receipt.digest}: {result.status}{': ' + detail if detail else ''}", result
             )
 
         return self._guarded(call)
@@ -629,6 +675,7 @@ _ANNOTATIONS: dict[str, ToolAnnotations] = {
         read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
     ),
     "recall": _READ_ONLY,
+    "verify": _READ_ONLY,
     "explain": _READ_ONLY,
     "trace": _READ_ONLY,
     "forget": ToolAnnotations(
@@ -651,6 +698,8 @@ class _CodedTool(Tool):
                 for e in err.errors(include_url=False)
             )
             return _error(ContractViolation(f"{self.name}: {problems}", code="bad_argument"))
+        except GraphmemError as err:  # a graphmem value among the arguments (a receipt) refused itself
+            return _error(err)
         return await super().run(arguments, context, convert_result=convert_result)
 
 

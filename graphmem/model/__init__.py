@@ -11,7 +11,7 @@ from graphmem.model.lineage import (
     LineageEdge,
     LineageNode,
 )
-from graphmem.model.read import Decision, ReadContext, Receipt, Selection
+from graphmem.model.read import Decision, ReadContext, Receipt, Selection, VerifyResult
 from graphmem.model.records import MemoryRecord, Source, Tombstone, content_hash, new_id
 from graphmem.model.write import (
     WriteDecision,
@@ -45,6 +45,7 @@ __all__ = [
     "Status",
     "Tombstone",
     "Trust",
+    "VerifyResult",
     "WriteDecision",
     "WriteOutcome",
     "WritePolicy",

@@ -33,7 +33,7 @@ from graphmem.model.lineage import (
     LineageEdge,
     LineageNode,
 )
-from graphmem.model.read import Decision, ReadContext, Receipt, Selection
+from graphmem.model.read import Decision, ReadContext, Receipt, Selection, VerifyResult
 from graphmem.model.records import MemoryRecord, Source, Tombstone
 from graphmem.model.write import WriteDecision, WritePolicy, WriteProposal
 
@@ -133,6 +133,7 @@ ERASURE_RULES: dict[type[GraphmemModel], dict[str, FieldRule]] = {
     ReadContext: _all(ReadContext, _X),
     Decision: _all(Decision, _X),
     Receipt: _all(Receipt, _X),
+    VerifyResult: _all(VerifyResult, _X),
     Selection: _all(Selection, _X),
     WriteProposal: _all(WriteProposal, _X),
     WriteDecision: _all(WriteDecision, _X),

@@ -58,11 +58,15 @@ class LineageNode(GraphmemModel):
 
 
 class LineageEdge(GraphmemModel):
+    """One edge of a lineage: ``at`` is when a supersession or invalidation took effect
+    (valid time), ``recorded`` when the store learned it (knowledge time)."""
+
     src: str
     dst: str
     type: Literal["DERIVED_FROM", "CITES", "SUPERSEDES", "INVALIDATED_BY"]
     at: AwareDatetime | None = None
     reason: str | None = None
+    recorded: AwareDatetime | None = None
 
 
 class Lineage(GraphmemModel):

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -13,16 +14,22 @@ from graphmem.model.records import MemoryRecord
 if TYPE_CHECKING:
     from graphmem.render import RenderedContext
 
-__all__ = ["Decision", "ReadContext", "Receipt", "Selection"]
+__all__ = ["Decision", "ReadContext", "Receipt", "Selection", "VerifyResult"]
 
 
 class ReadContext(GraphmemModel):
-    """Who is asking, for what, as of when. Every recall is gated against it."""
+    """Who is asking, for what, as of when. Every recall is gated against it.
+
+    ``now`` is valid time (what was true then); ``as_of`` is knowledge time (what the
+    store had recorded by then) and defaults to ``now``: a context with only ``now`` set
+    replays what could have been recalled at that time.
+    """
 
     tenant: Tenant
     policy: str = Field(default="default", min_length=1, max_length=64)
     scopes: tuple[ScopeKey, ...] = ()
     now: AwareDatetime = Field(default_factory=utcnow)
+    as_of: AwareDatetime | None = None
     run_id: Identifier | None = None
     kinds: tuple[Kind, ...] = tuple(Kind)
     environment: tuple[str, ...] = ()
@@ -47,6 +54,11 @@ class ReadContext(GraphmemModel):
         if not self.scopes and self.run_id is None:
             raise ValueError("a read needs at least one scope or a run_id")
         return self
+
+    @property
+    def known_at(self) -> datetime:
+        """The knowledge time: ``as_of`` (which defaults to ``now``)."""
+        return self.now if self.as_of is None else self.as_of
 
     @property
     def run_scope(self) -> str | None:
@@ -76,9 +88,12 @@ class Decision(GraphmemModel):
 
 
 class Receipt(GraphmemModel):
-    """SHA-256 digests that pin down exactly what a recall saw and chose."""
+    """SHA-256 digests that pin down exactly what a recall saw and chose, and the
+    context's times: ``now`` (valid time) and ``as_of`` (knowledge time) it was replayed at."""
 
     selector_version: str
+    now: AwareDatetime | None = None
+    as_of: AwareDatetime | None = None
     query: str
     query_embedding: tuple[float, ...] | None = None
     context_digest: str
@@ -87,6 +102,25 @@ class Receipt(GraphmemModel):
     decisions_digest: str
     selected_ids: tuple[str, ...]
     digest: str
+
+
+class VerifyResult(GraphmemModel):
+    """What ``verify`` found when it replayed a receipt as of its knowledge time.
+
+    ``verified``: the store still gives exactly this recall. ``changed_since``: records
+    the recall saw were forgotten since (``forgotten``), which legitimately changes a
+    replay — forgetting holds at every time. ``mismatch``: something else differs
+    (``differences`` says what: the receipt's own digests, the context, a record's
+    content or fingerprint, the order, a candidate gone without a forget). Only
+    ``verified`` is true.
+    """
+
+    status: Literal["verified", "changed_since", "mismatch"]
+    forgotten: tuple[str, ...] = ()
+    differences: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return self.status == "verified"
 
 
 class Selection(GraphmemModel):

@@ -1,0 +1,334 @@
+"""Knowledge time (SPEC §2, §3): ``now`` replays what was true, ``as_of`` what the store knew.
+
+A replay sees nothing recorded after its ``as_of`` (records by ``created_at``,
+supersessions and invalidations by the time the store recorded them), so a receipt
+keeps verifying after later writes; forgetting holds at every time.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import neo4j
+import pytest
+
+from graphmem import (
+    DropReason,
+    ForgetMode,
+    ForgetRequest,
+    Kind,
+    MemoryRecord,
+    MemoryStore,
+    ReadContext,
+    Source,
+    Trust,
+    VerifyResult,
+    WriteProposal,
+    WriteReason,
+)
+from graphmem.backends.embedded import EmbeddedBackend
+from graphmem.backends.sqlite_engine import DB_NAME, FORMAT
+from tests.conftest import T0
+
+DAY = timedelta(days=1)
+SCOPE = "system:gateway"
+
+
+class Clock:
+    """A store clock the test moves by hand."""
+
+    def __init__(self, at: datetime) -> None:
+        self.at = at
+
+    def __call__(self) -> datetime:
+        return self.at
+
+
+def day(n: float) -> datetime:
+    return T0 + n * DAY
+
+
+def episode(tenant: str, rid: str, recorded: float, content: str = "capture timeout retried") -> MemoryRecord:
+    return MemoryRecord(
+        id=rid,
+        tenant=tenant,
+        kind=Kind.EPISODIC,
+        scope=SCOPE,
+        content=f"{content} ({rid})",
+        created_at=day(recorded),
+        event_time=day(0),
+        outcome="verified-success",
+    )
+
+
+def claim(tenant: str, rid: str, recorded: float, valid_from: float = 0) -> MemoryRecord:
+    return MemoryRecord(
+        id=rid,
+        tenant=tenant,
+        kind=Kind.SEMANTIC,
+        scope=SCOPE,
+        content=f"capture timeouts are retried once ({rid})",
+        created_at=day(recorded),
+        valid_from=day(valid_from),
+        sources=(Source(id=f"src-{rid}"),),
+    )
+
+
+def ctx(tenant: str, now: float, as_of: float | None = None) -> ReadContext:
+    return ReadContext(
+        tenant=tenant, scopes=(SCOPE,), now=day(now), as_of=None if as_of is None else day(as_of)
+    )
+
+
+def reason(store: MemoryStore, context: ReadContext, rid: str) -> DropReason | None:
+    return store.explain(context, rid).reason
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock(day(1))
+
+
+@pytest.fixture
+def timed(store: MemoryStore, clock: Clock) -> MemoryStore:
+    """The shared backend under a store whose clock the test sets."""
+    return MemoryStore(store.backend, clock=clock)
+
+
+def test_a_replay_does_not_see_a_record_recorded_later(timed: MemoryStore, tenant: str) -> None:
+    # The issue's case: a record recorded on day 30 (about day 0), replayed at day 10.
+    timed.add(episode(tenant, "late", recorded=30))
+    assert reason(timed, ctx(tenant, 10), "late") is DropReason.NOT_YET_VALID
+    assert reason(timed, ctx(tenant, 30), "late") is None
+    # What do we now know was true on day 10? now = day 10, as_of = the present.
+    assert reason(timed, ctx(tenant, 10, as_of=31), "late") is None
+
+
+def test_a_supersession_counts_from_when_it_was_recorded(
+    timed: MemoryStore, clock: Clock, tenant: str
+) -> None:
+    timed.add(claim(tenant, "v1", recorded=1))
+    clock.at = day(20)
+    timed.supersede(tenant, "v1", claim(tenant, "v2", recorded=20, valid_from=5), reason="corrected")
+    assert reason(timed, ctx(tenant, 10), "v1") is None  # on day 10 nobody knew yet
+    assert reason(timed, ctx(tenant, 10, as_of=20), "v1") is DropReason.SUPERSEDED
+    assert reason(timed, ctx(tenant, 10, as_of=20), "v2") is None
+    assert reason(timed, ctx(tenant, 4, as_of=20), "v1") is None  # before it took effect
+    edges = [e for e in timed.trace(tenant, "v1").edges if e.type == "SUPERSEDES"]
+    assert [(e.at, e.recorded) for e in edges] == [(day(5), day(20))]
+
+
+def test_an_invalidation_counts_from_when_it_was_recorded(
+    timed: MemoryStore, clock: Clock, tenant: str
+) -> None:
+    timed.add(claim(tenant, "c", recorded=1))
+    clock.at = day(20)
+    timed.invalidate(tenant, "c", by="src-c", reason="retracted", at=day(3))
+    assert reason(timed, ctx(tenant, 10), "c") is None
+    assert reason(timed, ctx(tenant, 10, as_of=19), "c") is None
+    assert reason(timed, ctx(tenant, 10, as_of=20), "c") is DropReason.INVALIDATED
+    assert reason(timed, ctx(tenant, 2, as_of=20), "c") is None
+
+
+def test_forgetting_holds_at_every_time(timed: MemoryStore, clock: Clock, tenant: str) -> None:
+    timed.add(episode(tenant, "e", recorded=1))
+    clock.at = day(20)
+    timed.forget(
+        ForgetRequest(tenant=tenant, target="e", mode=ForgetMode.REVOKE, reason="r", requested_by="u")
+    )
+    assert reason(timed, ctx(tenant, 10), "e") is DropReason.REVOKED
+
+
+def test_a_receipt_verifies_after_later_writes(timed: MemoryStore, clock: Clock, tenant: str) -> None:
+    timed.add_many([episode(tenant, "e1", 1), episode(tenant, "e2", 2), claim(tenant, "c1", 1)])
+    clock.at = day(10)
+    then = ctx(tenant, 10)
+    receipt = timed.recall(then, "capture timeout").receipt
+    assert (receipt.now, receipt.as_of) == (day(10), day(10))
+    clock.at = day(20)
+    timed.add(episode(tenant, "e3", 20))  # a later episode
+    timed.add(claim(tenant, "c-future", 20, valid_from=5))  # valid from before the recall, recorded after
+    timed.supersede(tenant, "c1", claim(tenant, "c2", 20, valid_from=4), reason="corrected")
+    timed.invalidate(tenant, "e2", by="e3", reason="wrong", at=day(3))
+    assert timed.recall(ctx(tenant, 10, as_of=20), "capture timeout").receipt != receipt
+    result = timed.verify(receipt, then)
+    assert result == VerifyResult(status="verified")
+    assert result
+
+
+def test_a_forget_since_is_changed_since_not_a_mismatch(
+    timed: MemoryStore, clock: Clock, tenant: str
+) -> None:
+    timed.add_many([episode(tenant, "e1", 1), episode(tenant, "e2", 2)])
+    then = ctx(tenant, 10)
+    receipt = timed.recall(then, "capture timeout").receipt
+    clock.at = day(20)
+    timed.forget(
+        ForgetRequest(tenant=tenant, target="e1", mode=ForgetMode.ERASE, reason="gdpr", requested_by="u")
+    )
+    result = timed.verify(receipt, then)
+    assert (result.status, result.forgotten, bool(result)) == ("changed_since", ("e1",), False)
+
+
+def test_tampering_is_a_mismatch_that_says_what_differs(timed: MemoryStore, tenant: str) -> None:
+    timed.add_many([episode(tenant, "e1", 1), episode(tenant, "e2", 2, "capture timeout capture timeout")])
+    then = ctx(tenant, 10)
+    receipt = timed.recall(then, "capture timeout").receipt
+    assert len(receipt.selected_ids) == 2
+    swapped = receipt.model_copy(update={"selected_ids": receipt.selected_ids[::-1]})
+    result = timed.verify(swapped, then)
+    assert result.status == "mismatch"
+    assert not result
+    assert any(d.startswith("order") for d in result.differences)
+    other = timed.verify(receipt, ctx(tenant, 11))
+    assert other.status == "mismatch"
+    assert any(d.startswith("context") for d in other.differences)
+    delete_behind_the_store(timed, tenant, "e1")
+    gone = timed.verify(receipt, then)
+    assert gone.status == "mismatch"
+    assert "candidate gone without a forget: e1" in gone.differences
+
+
+def delete_behind_the_store(store: MemoryStore, tenant: str, rid: str) -> None:
+    """Remove a record without the store knowing: tampering with the data itself."""
+    backend = store.backend
+    if isinstance(backend, EmbeddedBackend):
+        with backend.engine.transaction(write=True) as conn:
+            conn.execute("DELETE FROM records WHERE tenant = ? AND id = ?", (tenant, rid))
+        backend._memo.drop_tenant(tenant)
+        return
+    driver: neo4j.Driver = backend.driver  # type: ignore[attr-defined]
+    with driver.session() as session:
+        session.run("MATCH (m:Memory {tenant: $t, id: $id}) DETACH DELETE m", t=tenant, id=rid).consume()
+    backend._memo.drop_tenants({tenant})  # type: ignore[attr-defined]
+
+
+def test_a_format_2_store_is_migrated_in_place(tmp_path: Path, tenant: str) -> None:
+    path = tmp_path / "v2"
+    clock = Clock(day(20))
+    with MemoryStore.embedded(path, clock=clock) as store:
+        store.add_many([claim(tenant, "c1", 1), episode(tenant, "e1", 15)])
+        store.supersede(tenant, "c1", claim(tenant, "c2", 20, valid_from=5), reason="corrected")
+    # Format 2 had no knowledge-time columns.
+    conn = sqlite3.connect(path / DB_NAME)
+    for table, column in (
+        ("records", "known_from"),
+        ("records", "changed_at"),
+        ("lineage", "recorded"),
+        ("within", "recorded"),
+    ):
+        conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+    conn.execute("DROP TABLE versions")
+    conn.execute("PRAGMA user_version = 2")
+    conn.commit()
+    conn.close()
+    with MemoryStore.embedded(path, clock=clock) as store:
+        assert store.backend.check() == []  # type: ignore[attr-defined]
+        # Records are known from their created_at; edges of a format 2 store at every time.
+        assert reason(store, ctx(tenant, 10), "e1") is DropReason.NOT_YET_VALID
+        assert reason(store, ctx(tenant, 10), "c1") is DropReason.SUPERSEDED
+        assert reason(store, ctx(tenant, 10), "c2") is DropReason.NOT_YET_VALID
+        assert reason(store, ctx(tenant, 10, as_of=20), "c2") is None
+    conn = sqlite3.connect(path / DB_NAME)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == FORMAT == 3
+    conn.close()
+
+
+# -- overwrites: approvals, contests and their resolution, merged sources -----------------
+
+
+def proposal(tenant: str, content: str, source: str, **fields: object) -> WriteProposal:
+    base: dict[str, object] = {
+        "tenant": tenant,
+        "kind": Kind.SEMANTIC,
+        "scope": SCOPE,
+        "content": content,
+        "valid_from": T0,
+        "sources": (Source(id=source, type="message", trust=Trust.TRUSTED),),
+        "proposed_by": "agent-7",
+    }
+    base.update(fields)
+    return WriteProposal.model_validate(base)
+
+
+def test_merged_sources_leave_an_earlier_receipt_verified(
+    timed: MemoryStore, clock: Clock, tenant: str
+) -> None:
+    first = timed.propose(
+        proposal(tenant, "Capture timeouts are retried once.", "msg-1"), source_trust=Trust.TRUSTED
+    )
+    assert first.record_id is not None
+    clock.at = day(10)
+    then = ctx(tenant, 10)
+    receipt = timed.recall(then, "capture").receipt
+    clock.at = day(20)
+    again = timed.propose(
+        proposal(tenant, "Capture timeouts are retried once.", "msg-2"), source_trust=Trust.TRUSTED
+    )
+    assert (again.reason, again.record_id) == (WriteReason.DUPLICATE_MERGED, first.record_id)
+    assert timed.verify(receipt, then)
+    now = timed.recall(ctx(tenant, 10, as_of=20), "capture").receipt
+    assert now.candidates_digest != receipt.candidates_digest  # as of day 20: the merged version
+
+
+def test_an_approval_counts_from_when_it_was_recorded(timed: MemoryStore, clock: Clock, tenant: str) -> None:
+    broad = timed.propose(proposal(tenant, "All captures are retried once.", "msg-1", scope="tenant:acme"))
+    assert broad.record_id is not None
+    wide = ReadContext(tenant=tenant, scopes=("tenant:acme",), now=day(10))
+    receipt = timed.recall(wide, "captures").receipt
+    clock.at = day(20)
+    timed.approve(tenant, broad.proposal_id, approver="ops-lead")
+    assert timed.explain(wide, broad.record_id).reason is DropReason.PENDING_APPROVAL
+    assert timed.explain(wide.model_copy(update={"as_of": day(20)}), broad.record_id).reason is None
+    assert timed.verify(receipt, wide)
+
+
+def test_a_contest_and_its_resolution_count_from_when_they_were_recorded(
+    timed: MemoryStore, clock: Clock, tenant: str
+) -> None:
+    email = timed.propose(
+        proposal(tenant, "Alice prefers email.", "msg-1", subject="user:alice/channel"),
+        source_trust=Trust.TRUSTED,
+    )
+    assert email.record_id is not None
+    clock.at = day(10)
+    then = ctx(tenant, 10)
+    receipt = timed.recall(then, "prefers").receipt
+    assert receipt.selected_ids == (email.record_id,)
+    clock.at = day(12)
+    phone = timed.propose(
+        proposal(tenant, "Alice prefers phone calls.", "msg-2", subject="user:alice/channel"),
+        source_trust=Trust.TRUSTED,
+    )
+    assert phone.record_id is not None
+    clock.at = day(20)
+    timed.resolve(tenant, email.record_id, winner_id=phone.record_id, reason="Alice confirmed phone")
+    assert reason(timed, ctx(tenant, 15, as_of=15), email.record_id) is DropReason.CONTESTED
+    assert reason(timed, ctx(tenant, 25, as_of=25), email.record_id) is DropReason.SUPERSEDED
+    assert reason(timed, ctx(tenant, 25, as_of=25), phone.record_id) is None
+    assert timed.verify(receipt, then)
+    timed.forget(
+        ForgetRequest(
+            tenant=tenant, target=email.record_id, mode=ForgetMode.ERASE, reason="gdpr", requested_by="u"
+        )
+    )
+    assert reason(timed, ctx(tenant, 15, as_of=15), email.record_id) is DropReason.ERASED
+    assert timed.verify(receipt, then).forgotten == (email.record_id,)
+
+
+def test_a_scope_nesting_counts_from_when_it_was_recorded(
+    timed: MemoryStore, clock: Clock, tenant: str
+) -> None:
+    timed.add(episode(tenant, "e1", 1).model_copy(update={"scope": "domain:payments"}))
+    timed.add(episode(tenant, "e2", 1))
+    clock.at = day(10)
+    then = ctx(tenant, 10)
+    receipt = timed.recall(then, "capture").receipt
+    assert receipt.selected_ids == ("e2",)
+    clock.at = day(20)
+    timed.scope_within(tenant, SCOPE, "domain:payments")  # the gateway's records now see the domain's
+    assert reason(timed, ctx(tenant, 10), "e1") is DropReason.SCOPE_MISMATCH
+    assert set(timed.recall(ctx(tenant, 10, as_of=20), "capture").ids) == {"e1", "e2"}
+    assert timed.verify(receipt, then)
