@@ -63,6 +63,22 @@ def unseal(key: bytes, aad: bytes, blob: bytes) -> bytes:
         raise ValueError("sealed value does not open with this key") from None
 
 
+def record_of(stored: Sequence[Any]) -> MemoryRecord:
+    """A record from what a read returns: [json, status, tombstone JSON or null].
+
+    Version-1 JSON still carries status and tombstone; the node's status always
+    wins, and its tombstone when it has one.
+    """
+    text, status, tombstone = stored
+    record = MemoryRecord.model_validate_json(text)
+    if record.status.value == status and tombstone is None:
+        return record
+    update: dict[str, Any] = {"status": Status(status)}
+    if tombstone is not None:
+        update["tombstone"] = Tombstone.model_validate_json(tombstone)
+    return record.model_copy(update=update)
+
+
 @dataclass(frozen=True, slots=True)
 class SealedRecord:
     """The properties a record node stores (see the module docstring)."""
@@ -197,13 +213,7 @@ class Crypt:
             if opened is None:
                 return self._unreadable(text, tombstone)
             text = opened
-        record = MemoryRecord.model_validate_json(text)
-        if record.status.value == status and tombstone is None:
-            return record
-        update: dict[str, Any] = {"status": Status(status)}
-        if tombstone is not None:
-            update["tombstone"] = Tombstone.model_validate_json(tombstone)
-        return record.model_copy(update=update)
+        return record_of((text, status, tombstone))
 
     @staticmethod
     def _unreadable(shell: str, tombstone: str | None) -> MemoryRecord:

@@ -29,10 +29,10 @@ from graphmem.backends.base import (
 )
 from graphmem.backends.cypher import statements
 from graphmem.backends.neo4j_cache import fingerprint_tokens
-from graphmem.backends.neo4j_crypt import Crypt, SealedRecord
+from graphmem.backends.neo4j_crypt import Crypt, SealedRecord, record_of
 from graphmem.errors import GraphmemError, LineageError
 from graphmem.gate import validity_window
-from graphmem.model import Kind, MemoryRecord, Source, Status, Tombstone, scope_type
+from graphmem.model import Kind, MemoryRecord, Source, Status, scope_type
 from graphmem.model.canonical import sha256
 
 __all__ = [
@@ -145,22 +145,6 @@ def _stored(record: MemoryRecord) -> tuple[str, str, str | None]:
     """
     tombstone = None if record.tombstone is None else record.tombstone.model_dump_json()
     return record.model_dump_json(exclude=_MUTABLE), sha256(record.model_dump_json()), tombstone
-
-
-def record_of(stored: Sequence[Any]) -> MemoryRecord:
-    """A record from what a read returns: [json, status, tombstone JSON or null].
-
-    Version-1 JSON still carries status and tombstone; the node's status always
-    wins, and its tombstone when it has one.
-    """
-    text, status, tombstone = stored
-    record = MemoryRecord.model_validate_json(text)
-    if record.status.value == status and tombstone is None:
-        return record
-    update: dict[str, Any] = {"status": Status(status)}
-    if tombstone is not None:
-        update["tombstone"] = Tombstone.model_validate_json(tombstone)
-    return record.model_copy(update=update)
 
 
 def _record_row(record: MemoryRecord, sealed: SealedRecord) -> list[Any]:
