@@ -14,10 +14,12 @@ import codecs
 import html
 import json
 import re
+import sys
 import unicodedata
 import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, Literal
 
 __all__ = ["Channel", "View", "deobfuscate", "fold", "strip_quoted", "views", "visible_text"]
@@ -56,6 +58,9 @@ _QUOTED = re.compile(
 _LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s"})
 _LEET_L = str.maketrans({"1": "l", "|": "l", "!": "i", "8": "b", "9": "g"})
 _LEET_TOKEN = re.compile(r"[\w@$|!]+")
+_LEET_CANDIDATE = re.compile(r"[\w@$|!]*[0-9@$|!][\w@$|!]*")
+_LEET_CHAR = re.compile(r"[0-9@$|!]")
+_LOWER = re.compile(r"[a-z]")
 
 # Latin look-alikes from Cyrillic and Greek; applied only inside mixed-script
 # words so genuine Russian or Greek text is left alone.
@@ -80,19 +85,48 @@ def _is_invisible(ch: str) -> bool:
     return unicodedata.category(ch) == "Cf" or 0xE0000 <= ord(ch) <= 0xE007F
 
 
+def _char_class(chars: Iterator[int]) -> str:
+    """A regex character class of the given code points, as ranges."""
+    ranges: list[list[int]] = []
+    for c in chars:
+        if ranges and ranges[-1][1] == c - 1:
+            ranges[-1][1] = c
+        else:
+            ranges.append([c, c])
+    return (
+        "[" + "".join(re.escape(chr(a)) + ("-" + re.escape(chr(b)) if b > a else "") for a, b in ranges) + "]"
+    )
+
+
+@cache
+def _invisible_re() -> re.Pattern[str]:
+    # Built on first use from this Python's Unicode tables (no ASCII character is invisible).
+    return re.compile(_char_class(c for c in range(0x80, sys.maxunicode + 1) if _is_invisible(chr(c))))
+
+
+@cache
+def _accent_re() -> re.Pattern[str]:
+    marks = _char_class(c for c in range(0x80, sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Mn")
+    return re.compile(rf"(?<=[\x00-\x7f]){marks}+")
+
+
+def _without_invisible(text: str) -> str:
+    return text if text.isascii() else _invisible_re().sub("", text)
+
+
 def _smuggled_ascii(text: str) -> str:
+    if text.isascii():
+        return ""
     return "".join(chr(ord(c) - _TAG_BASE) for c in text if 0xE0020 <= ord(c) <= 0xE007E)
 
 
 def _strip_accents(text: str) -> str:
     # Combining marks are dropped only after ASCII letters: "précédentes" folds to
     # "precedentes", while Japanese voiced kana and Cyrillic й keep their marks.
-    out: list[str] = []
-    for ch in unicodedata.normalize("NFD", text):
-        if unicodedata.category(ch) == "Mn" and out and out[-1].isascii():
-            continue
-        out.append(ch)
-    return unicodedata.normalize("NFC", "".join(out))
+    # (No ASCII character is a combining mark, and NFD/NFC leave ASCII alone.)
+    if text.isascii():
+        return text
+    return unicodedata.normalize("NFC", _accent_re().sub("", unicodedata.normalize("NFD", text)))
 
 
 def fold(text: str) -> str:
@@ -102,6 +136,9 @@ def fold(text: str) -> str:
 
 
 def _deconfuse(text: str) -> str:
+    if not _NONLATIN_CONFUSABLE.search(text):
+        return text  # no word can change
+
     def fix(m: re.Match[str]) -> str:
         word = m.group(0)
         if _LATIN.search(word) and _NONLATIN_CONFUSABLE.search(word):
@@ -114,10 +151,12 @@ def _deconfuse(text: str) -> str:
 def _deleet(text: str, table: dict[int, str]) -> str:
     def fix(m: re.Match[str]) -> str:
         word = m.group(0)
-        mixed = re.search(r"[a-z]", word) and re.search(r"[0-9@$|!]", word)
+        mixed = _LOWER.search(word) and _LEET_CHAR.search(word)
         return word.translate(table) if mixed else word
 
-    return _LEET_TOKEN.sub(fix, text)
+    # Only tokens holding a digit or symbol can change: each match of _LEET_CANDIDATE
+    # is a whole _LEET_TOKEN token that contains one.
+    return _LEET_CANDIDATE.sub(fix, text)
 
 
 def _unspace(text: str) -> str:
@@ -128,7 +167,7 @@ def _unspace(text: str) -> str:
 
 def deobfuscate(text: str) -> list[str]:
     """Folded variants with invisible characters, look-alikes, leetspeak and spacing undone."""
-    visible = "".join(c for c in unicodedata.normalize("NFKC", text) if not _is_invisible(c))
+    visible = _without_invisible(unicodedata.normalize("NFKC", text))
     base = fold(_deconfuse(visible))
     squashed = fold(_unspace(_deconfuse(visible)))
     variants = {base, squashed}

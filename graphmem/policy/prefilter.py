@@ -1,0 +1,255 @@
+"""Necessary literals of a regular expression: a cheap test that a pattern cannot match a text.
+
+Each poisoning rule is a long alternation whose branches begin with a big
+word alternation, so Python's ``re`` tries every branch at every position of
+a text. Most branches need a word that most texts lack ("instructions",
+"jailbreak", "忽略"). ``requirements`` reads a pattern's parse tree and returns
+what every match must contain: a list of clauses, each a set of literal
+strings of which at least one is a substring of the match. A branch whose
+clauses a text does not satisfy cannot match anywhere in it, so leaving it out
+of the alternation changes no match — the same matches at the same places, in
+the same order. ``Prefiltered`` applies that per branch and caches the
+narrowed patterns.
+
+Only case-sensitive patterns are analysed; a case-insensitive one (or a part
+under ``(?i:…)``) yields no requirement, which is always sound.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from re import _constants as sre_c  # type: ignore[attr-defined]
+from re import _parser as sre_parse  # type: ignore[attr-defined]
+from typing import Any
+
+__all__ = ["Literals", "Prefiltered", "requirements"]
+
+Clause = frozenset[str]
+_EXACT_LIMIT = 64
+_CLAUSE_LIMIT = 4
+
+
+@dataclass(frozen=True, slots=True)
+class _Info:
+    """``exact``: the node matches exactly one of these strings (``None``: unknown);
+    ``clauses``: each match contains a string of every clause."""
+
+    exact: frozenset[str] | None
+    clauses: tuple[Clause, ...] = ()
+
+
+_NOTHING = _Info(None)
+_EMPTY = _Info(frozenset({""}))
+
+
+def _score(clause: Clause) -> tuple[int, int]:
+    # A clause is as selective as its shortest literal; fewer literals are cheaper to test.
+    return (min(len(s) for s in clause), -len(clause))
+
+
+def _useful(clause: Iterable[str]) -> Clause | None:
+    c = frozenset(clause)
+    return c if c and "" not in c else None
+
+
+def _best(info: _Info) -> Clause | None:
+    candidates = list(info.clauses)
+    if info.exact is not None and (exact := _useful(info.exact)) is not None:
+        candidates.append(exact)
+    return max(candidates, key=_score) if candidates else None
+
+
+def _keep(clauses: Iterable[Clause]) -> tuple[Clause, ...]:
+    unique = sorted(set(clauses), key=_score, reverse=True)
+    return tuple(unique[:_CLAUSE_LIMIT])
+
+
+def _charset(items: Sequence[tuple[Any, Any]]) -> _Info:
+    chars: set[str] = set()
+    for op, av in items:
+        if op is sre_c.LITERAL:
+            chars.add(chr(av))
+        elif op is sre_c.RANGE and av[1] - av[0] < 8:
+            chars.update(chr(c) for c in range(av[0], av[1] + 1))
+        else:
+            return _NOTHING
+    return _Info(frozenset(chars)) if len(chars) <= 8 else _NOTHING
+
+
+def _sequence(nodes: Iterable[tuple[Any, Any]]) -> _Info:
+    clauses: list[Clause] = []
+    run: frozenset[str] | None = frozenset({""})
+    all_exact = True
+    for op, av in nodes:
+        info = _node(op, av)
+        if info.exact is not None and run is not None and len(run) * len(info.exact) <= _EXACT_LIMIT:
+            run = frozenset(a + b for a in run for b in info.exact)
+            continue
+        if run is not None and (c := _useful(run)) is not None:
+            clauses.append(c)
+        clauses.extend(info.clauses)
+        if info.exact is None:
+            all_exact = False
+            run = frozenset({""})
+        else:
+            run = info.exact
+    if all_exact and run is not None:
+        return _Info(run, _keep(clauses))
+    if run is not None and (c := _useful(run)) is not None:
+        clauses.append(c)
+    return _Info(None, _keep(clauses))
+
+
+def _branch(alternatives: Sequence[Any]) -> _Info:
+    infos = [_sequence(alt) for alt in alternatives]
+    if all(i.exact is not None for i in infos):
+        union = frozenset().union(*(i.exact for i in infos if i.exact is not None))
+        if len(union) <= _EXACT_LIMIT:
+            return _Info(union)
+    best = [_best(i) for i in infos]
+    if any(b is None for b in best):
+        return _NOTHING
+    return _Info(None, (frozenset().union(*(b for b in best if b is not None)),))
+
+
+def _node(op: Any, av: Any) -> _Info:
+    if op is sre_c.LITERAL:
+        return _Info(frozenset({chr(av)}))
+    if op is sre_c.AT or op in (sre_c.ASSERT, sre_c.ASSERT_NOT):
+        return _EMPTY  # zero width: the strings on either side are adjacent in the match
+    if op is sre_c.IN:
+        return _charset(av)
+    if op is sre_c.BRANCH:
+        return _branch(av[1])
+    if op is sre_c.SUBPATTERN:
+        _, add_flags, _, sub = av
+        if add_flags & sre_c.SRE_FLAG_IGNORECASE:
+            return _NOTHING
+        return _sequence(sub)
+    if op in (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT, sre_c.POSSESSIVE_REPEAT):
+        lo, hi, sub = av
+        inner = _sequence(sub)
+        if lo == 0:
+            if hi == 1 and inner.exact is not None:
+                return _Info(inner.exact | {""})
+            return _NOTHING
+        if lo == hi == 1:
+            return inner
+        best = _best(inner)
+        return _Info(None, _keep([*inner.clauses, *([best] if best else [])]))
+    if op is sre_c.ATOMIC_GROUP:
+        return _sequence(av)
+    return _NOTHING
+
+
+def requirements(pattern: str, flags: int = 0) -> tuple[Clause, ...]:
+    """Clauses every match of ``pattern`` satisfies: a string of each clause is a substring of it.
+
+    An empty tuple means no requirement was found (the pattern may match anything).
+    """
+    parsed = sre_parse.parse(pattern, flags)
+    if parsed.state.flags & sre_c.SRE_FLAG_IGNORECASE:
+        return ()
+    info = _sequence(parsed.data)
+    best = _best(info)
+    clauses = list(info.clauses)
+    if best is not None:
+        clauses.append(best)
+    return _keep(clauses)
+
+
+class _Need:
+    """One clause, compiled: its literals' first three characters, and literals shorter than that."""
+
+    __slots__ = ("grams", "short")
+
+    def __init__(self, clause: Clause) -> None:
+        self.grams = frozenset(s[:3] for s in clause if len(s) >= 3)
+        self.short = tuple(s for s in clause if len(s) < 3)
+
+
+_NEEDS: dict[Clause, _Need] = {}
+
+
+def _compiled_needs(clauses: Iterable[Clause]) -> tuple[_Need, ...]:
+    # Equal clauses share one _Need, so a text tests each once.
+    return tuple(_NEEDS.setdefault(c, _Need(c)) for c in clauses)
+
+
+class Literals:
+    """What one text may contain: a literal of three or more characters can occur only if its
+    first three characters do (a necessary test, cheap to ask many times); shorter ones are looked up."""
+
+    __slots__ = ("_grams", "_seen", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._grams: set[str] | None = None
+        self._seen: dict[_Need, bool] = {}
+
+    def _may(self, need: _Need) -> bool:
+        found = self._seen.get(need)
+        if found is None:
+            if self._grams is None:
+                t = self.text
+                self._grams = set(map("".join, zip(t, t[1:], t[2:], strict=False)))
+            found = any(map(self.text.__contains__, need.short)) or not need.grams.isdisjoint(self._grams)
+            self._seen[need] = found
+        return found
+
+    def may_satisfy(self, needs: Iterable[_Need]) -> bool:
+        """False only if some clause has no literal in the text (so nothing needing it can match)."""
+        return all(map(self._may, needs))
+
+
+_MAX_NARROWED = 512
+
+
+@dataclass(frozen=True)
+class Prefiltered:
+    """An alternation that runs, on each text, only the alternatives that text can match."""
+
+    alternatives: tuple[str, ...]
+    flags: int = 0
+    _needs: tuple[tuple[_Need, ...], ...] = field(init=False, repr=False)
+    _compiled: dict[tuple[int, ...], re.Pattern[str] | None] = field(
+        init=False, repr=False, default_factory=dict
+    )
+
+    def __post_init__(self) -> None:
+        needs = tuple(_compiled_needs(requirements(a, self.flags)) for a in self.alternatives)
+        object.__setattr__(self, "_needs", needs)
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        """The whole alternation, as the reference path compiles it."""
+        return re.compile("|".join(f"(?:{a})" for a in self.alternatives), self.flags)
+
+    def narrowed(self, literals: Literals) -> re.Pattern[str] | None:
+        """The alternation of the alternatives ``literals.text`` may match, or ``None`` if there are none."""
+        may = literals.may_satisfy
+        active = tuple(i for i, needs in enumerate(self._needs) if may(needs))
+        try:
+            return self._compiled[active]
+        except KeyError:
+            pass
+        pattern = (
+            re.compile("|".join(f"(?:{self.alternatives[i]})" for i in active), self.flags)
+            if active
+            else None
+        )
+        if len(self._compiled) < _MAX_NARROWED:
+            self._compiled[active] = pattern
+        return pattern
+
+    def finditer(self, text: str, literals: Literals | None = None) -> Iterator[re.Match[str]]:
+        """``pattern.finditer(text)``, faster: the same matches in the same order."""
+        pattern = self.narrowed(literals or Literals(text))
+        return iter(()) if pattern is None else pattern.finditer(text)
+
+    def search(self, text: str, literals: Literals | None = None) -> re.Match[str] | None:
+        """``pattern.search(text)``: the same first match (``literals`` may describe a text containing it)."""
+        pattern = self.narrowed(literals or Literals(text))
+        return None if pattern is None else pattern.search(text)
