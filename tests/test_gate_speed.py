@@ -64,6 +64,23 @@ def _old_deleet(text: str, table: dict[int, str]) -> str:
     return re.sub(r"[\w@$|!]+", fix, text)
 
 
+def _old_unspace(text: str) -> str:
+    spaced = re.compile(r"(?<!\w)\w(?P<sep>[ .\-_*·/|])\w(?:(?P=sep)\w)+(?!\w)")
+    text = spaced.sub(lambda m: m.group(0).replace(m.group("sep"), ""), text)
+    return re.sub(r"(?<=\w)[\-.·_*](?=\w)", "", text)
+
+
+def _old_deobfuscate(text: str) -> list[str]:
+    visible = _old_without_invisible(unicodedata.normalize("NFKC", text))
+    base = text_mod.fold(_old_deconfuse(visible))
+    squashed = text_mod.fold(_old_unspace(_old_deconfuse(visible)))
+    variants = {base, squashed}
+    for table in (text_mod._LEET, {**text_mod._LEET, **text_mod._LEET_L}):
+        variants.add(_old_deleet(base, table))
+        variants.add(_old_unspace(_old_deleet(base, table)))
+    return sorted(variants)
+
+
 @contextmanager
 def reference_text() -> Iterator[None]:
     patched = {
@@ -72,6 +89,8 @@ def reference_text() -> Iterator[None]:
         "_smuggled_ascii": _old_smuggled_ascii,
         "_deconfuse": _old_deconfuse,
         "_deleet": _old_deleet,
+        "_unspace": _old_unspace,
+        "deobfuscate": _old_deobfuscate,
     }
     saved = {name: getattr(text_mod, name) for name in patched}
     try:
@@ -177,6 +196,17 @@ def test_fast_text_helpers_equal_the_loops(text: str) -> None:
     assert text_mod._deconfuse(text) == _old_deconfuse(text)
     for table in (text_mod._LEET, {**text_mod._LEET, **text_mod._LEET_L}):
         assert text_mod._deleet(text, table) == _old_deleet(text, table)
+    assert text_mod._unspace(text) == _old_unspace(text)
+    assert text_mod.deobfuscate(text) == _old_deobfuscate(text)
+
+
+_spaced = st.lists(st.sampled_from(["a", "b", "1", "é", "ab", " ", ".", "-", "_", "*", "·", "/", "|", "\n"]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(_spaced.map("".join))
+def test_unspace_equals_the_reference_on_spaced_letters(text: str) -> None:
+    assert text_mod._unspace(text) == _old_unspace(text)
 
 
 def test_requirements_are_what_every_match_contains() -> None:

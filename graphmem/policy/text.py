@@ -47,7 +47,8 @@ _B64 = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
 _HEX = re.compile(r"(?:\\x|0x)?(?:[0-9a-fA-F]{2}(?:[\s:,]|\\x)?){8,}")
 _ESCAPES = re.compile(r"\\u[0-9a-fA-F]{4}|\\x[0-9a-fA-F]{2}|&#x?[0-9a-fA-F]+;|&[a-z]+;")
 _SPACED = re.compile(r"(?<!\w)\w(?P<sep>[ .\-_*·/|])\w(?:(?P=sep)\w)+(?!\w)")
-_INWORD = re.compile(r"(?<=\w)[\-.·_*](?=\w)")
+# Starts at the separator, so the regex engine skips quickly to candidates.
+_INWORD = re.compile(r"[\-.·_*](?<=\w[\-.·_*])(?=\w)")
 _CODE_FENCE = re.compile(r"```.*?(?:```|$)|~~~.*?(?:~~~|$)", re.S)
 _QUOTED = re.compile(
     r"`[^`\n]+`|\"[^\"\n]{2,}\"|“[^”]{2,2000}”|„[^“”]{2,2000}[“”]|«[^»]{2,2000}»|「[^」]{1,2000}」|『[^』]{1,2000}』"
@@ -57,8 +58,9 @@ _QUOTED = re.compile(
 
 _LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s"})
 _LEET_L = str.maketrans({"1": "l", "|": "l", "!": "i", "8": "b", "9": "g"})
+_LEET_ALL = {**_LEET, **_LEET_L}
 _LEET_TOKEN = re.compile(r"[\w@$|!]+")
-_LEET_CANDIDATE = re.compile(r"[\w@$|!]*[0-9@$|!][\w@$|!]*")
+_LEET_CANDIDATE = re.compile(r"(?<![\w@$|!])[\w@$|!]*?[0-9@$|!][\w@$|!]*")
 _LEET_CHAR = re.compile(r"[0-9@$|!]")
 _LOWER = re.compile(r"[a-z]")
 
@@ -156,6 +158,8 @@ def _deleet(text: str, table: dict[int, str]) -> str:
 
     # Only tokens holding a digit or symbol can change: each match of _LEET_CANDIDATE
     # is a whole _LEET_TOKEN token that contains one.
+    if not _LEET_CHAR.search(text):
+        return text
     return _LEET_CANDIDATE.sub(fix, text)
 
 
@@ -168,12 +172,18 @@ def _unspace(text: str) -> str:
 def deobfuscate(text: str) -> list[str]:
     """Folded variants with invisible characters, look-alikes, leetspeak and spacing undone."""
     visible = _without_invisible(unicodedata.normalize("NFKC", text))
-    base = fold(_deconfuse(visible))
-    squashed = fold(_unspace(_deconfuse(visible)))
+    deconfused = _deconfuse(visible)
+    base = fold(deconfused)
+    unspaced = _unspace(deconfused)
+    squashed = base if unspaced == deconfused else fold(unspaced)
     variants = {base, squashed}
-    for table in (_LEET, {**_LEET, **_LEET_L}):
-        variants.add(_deleet(base, table))
-        variants.add(_unspace(_deleet(base, table)))
+    unspace: dict[str, str] = {}
+    for table in (_LEET, _LEET_ALL):
+        deleeted = _deleet(base, table)
+        variants.add(deleeted)
+        if deleeted not in unspace:
+            unspace[deleeted] = _unspace(deleeted)
+        variants.add(unspace[deleeted])
     return sorted(variants)
 
 
