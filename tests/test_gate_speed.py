@@ -24,6 +24,7 @@ from graphmem.policy.detector import load_detector
 from graphmem.policy.poisoning import concealed_findings, scan_poisoning
 from graphmem.policy.prefilter import Literals, Prefiltered, requirements
 from graphmem.policy.rules import RULES
+from graphmem.policy.secrets import find_secrets
 
 ROOT = Path(__file__).parent
 
@@ -226,7 +227,60 @@ def test_narrowed_alternation_keeps_order_and_matches() -> None:
     assert pre.narrowed(Literals("nothing here")) is None
 
 
+def test_secret_findings_equal_the_reference() -> None:
+    texts = _texts(ROOT / "corpus") + _texts(ROOT / "heldout")
+    texts += [t.upper() for t in texts] + [t.replace("s", "\u017f") for t in texts]
+    for text in texts:
+        assert find_secrets(text) == find_secrets(text, reference=True), text[:200]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "password",
+                "PASSWORD",
+                "pa\u017f\u017fword",
+                "api_key",
+                "token",
+                "Bearer",
+                "is",
+                ":",
+                "=",
+                " ",
+                "\n",
+                "4111 1111 1111 1111",
+                "4539578763621486",
+                "sk-",
+                "eyJhbGciOi",
+                ".",
+                "AKIA",
+                "x9$Qw!z7Lm2#",
+            ]
+        ),
+        max_size=12,
+    ).map("".join)
+)
+def test_secret_findings_equal_the_reference_on_generated_texts(text: str) -> None:
+    assert find_secrets(text) == find_secrets(text, reference=True)
+
+
 def test_detector_scores_equal_the_reference() -> None:
     detector = load_detector()
     for text in _texts(ROOT / "corpus")[:300] + _texts(ROOT / "heldout"):
         assert detector.score(text) == detector.score(text, reference=True)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sets(st.sampled_from("abcdefghij")),
+    st.dictionaries(st.sampled_from("abcdefghijklmn"), st.integers(1, 3)),
+)
+def test_low_overlap_equals_the_set_formula(own: set[str], context: dict[str, int]) -> None:
+    from graphmem.policy.detector import HASH_DIM, dense_feature_names, segment_features
+
+    others = {w for w, n in context.items() if n > (1 if w in own else 0)}
+    expected = 1.0 - len(own & others) / len(own) if len(others) >= 5 and own else 0.0
+    k = HASH_DIM + dense_feature_names().index("low_overlap")
+    assert segment_features("x y", context, own).get(k, 0.0) == expected

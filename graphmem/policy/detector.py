@@ -239,13 +239,14 @@ def segment_features(
     for name, pattern in (cues or CUES).items():
         if pattern is not None and pattern.search(segment):
             dense[name] = 1.0
-    others = (
-        {w for w, n in context_words.items() if n > (1 if w in own else 0)}
-        if context_words is not None
-        else set()
-    )
-    if len(others) >= 5 and own:
-        dense["low_overlap"] = 1.0 - len(own & others) / len(own)
+    # "others" are the words of the rest of the text: context words not in this segment, and this
+    # segment's words that occur elsewhere too. Counted without building the set: its size is
+    # len(context) - (own words in context) + shared, and its overlap with own is shared.
+    if context_words is not None:
+        shared = sum(1 for w in own if context_words.get(w, 0) > 1)
+        n_others = len(context_words) - sum(1 for w in own if w in context_words) + shared
+        if n_others >= 5 and own:
+            dense["low_overlap"] = 1.0 - shared / len(own)
     dense["short"] = 1.0 if len(words) < 5 else 0.0
     dense["long"] = 1.0 if len(words) > 40 else 0.0
     dense["imperative_x_output"] = dense["imperative_start"] * max(

@@ -11,8 +11,11 @@ of the alternation changes no match — the same matches at the same places, in
 the same order. ``Prefiltered`` applies that per branch and caches the
 narrowed patterns.
 
-Only case-sensitive patterns are analysed; a case-insensitive one (or a part
-under ``(?i:…)``) yields no requirement, which is always sound.
+``requirements`` analyses case-sensitive patterns only; a part under ``(?i:…)``
+yields no requirement, which is always sound. ``Prefiltered`` narrows a
+case-insensitive alternation on ASCII texts only, where case is plain: its
+literals are lowered and looked up in the lowered text (a literal with a
+character no ASCII character matches cannot occur there at all).
 """
 
 from __future__ import annotations
@@ -160,6 +163,28 @@ def requirements(pattern: str, flags: int = 0) -> tuple[Clause, ...]:
     return _keep(clauses)
 
 
+def _ascii_reachable(literal: str) -> bool:
+    """Whether some ASCII string matches ``literal`` case-insensitively (the long s matches "s")."""
+    return all(any(re.fullmatch(re.escape(ch), chr(a), re.IGNORECASE) for a in range(128)) for ch in literal)
+
+
+def _ascii_requirements(pattern: str, flags: int) -> tuple[Clause, ...]:
+    """Clauses every case-insensitive match in an ASCII text satisfies in the lowered text."""
+    clauses: list[Clause] = []
+    for clause in requirements(pattern, flags & ~re.IGNORECASE):
+        kept = set()
+        for literal in clause:
+            if literal.isascii():
+                kept.add(literal.lower())
+            elif _ascii_reachable(literal):
+                break  # cannot be looked up in the lowered text: drop the clause
+        else:
+            if not kept:
+                return (frozenset(),)  # no ASCII text can satisfy this clause
+            clauses.append(frozenset(kept))
+    return tuple(clauses)
+
+
 class _Need:
     """One clause, compiled: its literals' first three characters, and literals shorter than that."""
 
@@ -182,12 +207,19 @@ class Literals:
     """What one text may contain: a literal of three or more characters can occur only if its
     first three characters do (a necessary test, cheap to ask many times); shorter ones are looked up."""
 
-    __slots__ = ("_grams", "_seen", "text")
+    __slots__ = ("_grams", "_lowered", "_seen", "text")
 
     def __init__(self, text: str) -> None:
         self.text = text
         self._grams: set[str] | None = None
         self._seen: dict[_Need, bool] = {}
+        self._lowered: Literals | None = None
+
+    def lowered(self) -> Literals | None:
+        """The same for the lowered text, if the text is ASCII (else ``None``: case is not plain)."""
+        if self._lowered is None and self.text.isascii():
+            self._lowered = Literals(self.text.lower())
+        return self._lowered
 
     def _may(self, need: _Need) -> bool:
         found = self._seen.get(need)
@@ -219,7 +251,10 @@ class Prefiltered:
     )
 
     def __post_init__(self) -> None:
-        needs = tuple(_compiled_needs(requirements(a, self.flags)) for a in self.alternatives)
+        if self.flags & re.IGNORECASE:
+            needs = tuple(_compiled_needs(_ascii_requirements(a, self.flags)) for a in self.alternatives)
+        else:
+            needs = tuple(_compiled_needs(requirements(a, self.flags)) for a in self.alternatives)
         object.__setattr__(self, "_needs", needs)
 
     @property
@@ -229,6 +264,11 @@ class Prefiltered:
 
     def narrowed(self, literals: Literals) -> re.Pattern[str] | None:
         """The alternation of the alternatives ``literals.text`` may match, or ``None`` if there are none."""
+        if self.flags & re.IGNORECASE:
+            lowered = literals.lowered()
+            if lowered is None:
+                return self.pattern
+            literals = lowered
         may = literals.may_satisfy
         active = tuple(i for i, needs in enumerate(self._needs) if may(needs))
         try:
