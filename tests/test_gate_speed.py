@@ -82,6 +82,11 @@ def _old_deobfuscate(text: str) -> list[str]:
     return sorted(variants)
 
 
+class _Unmemoised(dict[str, str]):
+    def __getitem__(self, text: str) -> str:
+        return text_mod.fold(text)
+
+
 @contextmanager
 def reference_text() -> Iterator[None]:
     patched = {
@@ -92,11 +97,14 @@ def reference_text() -> Iterator[None]:
         "_deleet": _old_deleet,
         "_unspace": _old_unspace,
         "deobfuscate": _old_deobfuscate,
+        "_deobfuscate": lambda text, _fold: _old_deobfuscate(text),
     }
     saved = {name: getattr(text_mod, name) for name in patched}
+    saved["_Folds"] = text_mod._Folds
     try:
         for name, fn in patched.items():
             setattr(text_mod, name, fn)
+        text_mod._Folds = _Unmemoised  # type: ignore[misc]
         yield
     finally:
         for name, fn in saved.items():

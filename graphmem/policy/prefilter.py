@@ -186,12 +186,17 @@ def _ascii_requirements(pattern: str, flags: int) -> tuple[Clause, ...]:
 
 
 class _Need:
-    """One clause, compiled: its literals' first three characters, and literals shorter than that."""
+    """One clause, compiled: its literals by their first three characters, and those shorter."""
 
-    __slots__ = ("grams", "short")
+    __slots__ = ("by_gram", "grams", "short")
 
     def __init__(self, clause: Clause) -> None:
-        self.grams = frozenset(s[:3] for s in clause if len(s) >= 3)
+        by_gram: dict[str, list[str]] = {}
+        for s in sorted(clause):
+            if len(s) >= 3:
+                by_gram.setdefault(s[:3], []).append(s)
+        self.by_gram = {g: tuple(v) for g, v in by_gram.items()}
+        self.grams = frozenset(by_gram)
         self.short = tuple(s for s in clause if len(s) < 3)
 
 
@@ -204,8 +209,8 @@ def _compiled_needs(clauses: Iterable[Clause]) -> tuple[_Need, ...]:
 
 
 class Literals:
-    """What one text may contain: a literal of three or more characters can occur only if its
-    first three characters do (a necessary test, cheap to ask many times); shorter ones are looked up."""
+    """Which of a clause's literals one text contains, each clause answered once: a literal of three
+    or more characters is looked up only if its first three characters occur in the text."""
 
     __slots__ = ("_grams", "_lowered", "_seen", "text")
 
@@ -227,12 +232,15 @@ class Literals:
             if self._grams is None:
                 t = self.text
                 self._grams = set(map("".join, zip(t, t[1:], t[2:], strict=False)))
-            found = any(map(self.text.__contains__, need.short)) or not need.grams.isdisjoint(self._grams)
+            contains = self.text.__contains__
+            found = any(map(contains, need.short)) or any(
+                any(map(contains, need.by_gram[g])) for g in need.grams.intersection(self._grams)
+            )
             self._seen[need] = found
         return found
 
     def may_satisfy(self, needs: Iterable[_Need]) -> bool:
-        """False only if some clause has no literal in the text (so nothing needing it can match)."""
+        """False if some clause has no literal in the text (so nothing needing it can match)."""
         return all(map(self._may, needs))
 
 

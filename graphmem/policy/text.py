@@ -17,7 +17,7 @@ import re
 import sys
 import unicodedata
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, Literal
@@ -171,6 +171,10 @@ def _unspace(text: str) -> str:
 
 def deobfuscate(text: str) -> list[str]:
     """Folded variants with invisible characters, look-alikes, leetspeak and spacing undone."""
+    return _deobfuscate(text, fold)
+
+
+def _deobfuscate(text: str, fold: Callable[[str], str]) -> list[str]:
     visible = _without_invisible(unicodedata.normalize("NFKC", text))
     deconfused = _deconfuse(visible)
     base = fold(deconfused)
@@ -300,9 +304,17 @@ def strip_quoted(text: str) -> str:
     return _QUOTED.sub(" ", _CODE_FENCE.sub(" ", text))
 
 
-def _variants(text: str, channel: Channel, via: str) -> Iterator[View]:
-    yield View(fold(text), channel, via)
-    for variant in deobfuscate(text):
+class _Folds(dict[str, str]):
+    """``fold`` for one ``views`` call: a text folded once however often it turns up."""
+
+    def __missing__(self, text: str) -> str:
+        folded = self[text] = fold(text)
+        return folded
+
+
+def _variants(text: str, channel: Channel, via: str, folds: _Folds) -> Iterator[View]:
+    yield View(folds[text], channel, via)
+    for variant in _deobfuscate(text, folds.__getitem__):
         if channel == "plain":
             yield View(variant, "obfuscated", "deobfuscated" if via == "text" else f"{via}+deobfuscated")
         else:
@@ -315,23 +327,27 @@ def views(text: str, depth: int = 2) -> Iterator[View]:
     Decoded payloads are themselves viewed again (up to ``depth`` levels), so a
     base64 string inside an HTML comment is still read.
     """
-    yield from _variants(visible_text(text), "plain", "text")
+    return _views(text, depth, _Folds())
+
+
+def _views(text: str, depth: int, folds: _Folds) -> Iterator[View]:
+    yield from _variants(visible_text(text), "plain", "text", folds)
     # Markup itself (chat-template role tags, templated link targets) is read in the raw text.
-    yield View(fold(text), "plain", "raw")
+    yield View(folds[text], "plain", "raw")
     try:
         parsed = json.loads(text)
     except (ValueError, RecursionError):
         parsed = None
     if isinstance(parsed, dict | list):
         for value in _json_strings(parsed):
-            yield from _variants(value, "plain", "json")
+            yield from _variants(value, "plain", "json", folds)
     for carrier, hidden in _hidden(text):
-        yield from _variants(hidden, "hidden", carrier)
+        yield from _variants(hidden, "hidden", carrier, folds)
     if depth <= 0:
         return
     for how, decoded in _decoded(text):
         if how == "rot13":
-            yield from _variants(decoded, "encoded", how)
+            yield from _variants(decoded, "encoded", how, folds)
             continue
-        for inner in views(decoded, depth - 1):
+        for inner in _views(decoded, depth - 1, folds):
             yield View(inner.text, "encoded", f"{how}>{inner.via}")
