@@ -227,21 +227,24 @@ class Literals:
         return self._lowered
 
     def _may(self, need: _Need) -> bool:
-        found = self._seen.get(need)
-        if found is None:
-            if self._grams is None:
-                t = self.text
-                self._grams = set(map("".join, zip(t, t[1:], t[2:], strict=False)))
-            contains = self.text.__contains__
-            found = any(map(contains, need.short)) or any(
-                any(map(contains, need.by_gram[g])) for g in need.grams.intersection(self._grams)
-            )
-            self._seen[need] = found
+        if self._grams is None:
+            t = self.text
+            self._grams = set(map("".join, zip(t, t[1:], t[2:], strict=False)))
+        contains = self.text.__contains__
+        found = any(map(contains, need.short)) or any(
+            any(map(contains, need.by_gram[g])) for g in need.grams.intersection(self._grams)
+        )
+        self._seen[need] = found
         return found
 
     def may_satisfy(self, needs: Iterable[_Need]) -> bool:
         """False if some clause has no literal in the text (so nothing needing it can match)."""
-        return all(map(self._may, needs))
+        seen = self._seen
+        for need in needs:
+            found = seen.get(need)
+            if not (self._may(need) if found is None else found):
+                return False
+        return True
 
 
 _MAX_NARROWED = 512
@@ -254,12 +257,14 @@ class Prefiltered:
     alternatives: tuple[str, ...]
     flags: int = 0
     _needs: tuple[tuple[_Need, ...], ...] = field(init=False, repr=False)
+    _ignorecase: bool = field(init=False, repr=False)
     _compiled: dict[tuple[int, ...], re.Pattern[str] | None] = field(
         init=False, repr=False, default_factory=dict
     )
 
     def __post_init__(self) -> None:
-        if self.flags & re.IGNORECASE:
+        object.__setattr__(self, "_ignorecase", bool(self.flags & re.IGNORECASE))
+        if self._ignorecase:
             needs = tuple(_compiled_needs(_ascii_requirements(a, self.flags)) for a in self.alternatives)
         else:
             needs = tuple(_compiled_needs(requirements(a, self.flags)) for a in self.alternatives)
@@ -272,7 +277,7 @@ class Prefiltered:
 
     def narrowed(self, literals: Literals) -> re.Pattern[str] | None:
         """The alternation of the alternatives ``literals.text`` may match, or ``None`` if there are none."""
-        if self.flags & re.IGNORECASE:
+        if self._ignorecase:
             lowered = literals.lowered()
             if lowered is None:
                 return self.pattern
