@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -65,6 +66,41 @@ def _old_deleet(text: str, table: dict[int, str]) -> str:
     return re.sub(r"[\w@$|!]+", fix, text)
 
 
+def _old_fold(text: str) -> str:
+    text = text_mod._strip_accents(unicodedata.normalize("NFKC", text)).casefold()
+    return re.sub(r"\s*\n\s*", "\n", re.sub(r"[^\S\n]+", " ", text)).strip()
+
+
+def _old_visible_text(text: str) -> str:
+    text = text_mod._HTML_COMMENT.sub(" ", text)
+    text = text_mod._HIDDEN_ELEMENT.sub(" ", text)
+    text = text_mod._MD_LINK.sub(lambda m: f" {m.group(1)} ", text)
+    text = text_mod._MD_REFDEF.sub(" ", text)
+    return text_mod._TAG.sub(" ", text)
+
+
+def _old_hidden(text: str) -> Iterator[tuple[str, str]]:
+    t = text_mod
+    for m in t._HTML_COMMENT.finditer(text):
+        yield "html_comment", m.group(1)
+    for m in t._HIDDEN_ELEMENT.finditer(text):
+        yield "hidden_element", m.group(2)
+    for m in t._TAG.finditer(text):
+        for attr in t._HTML_ATTR.finditer(m.group(0)):
+            yield "html_attribute", attr.group(1) or attr.group(2) or ""
+    for m in t._MD_LINK.finditer(text):
+        yield "markdown_link", urllib.parse.unquote_plus(m.group(2))
+        if m.group(0).startswith("!"):
+            yield "markdown_alt", m.group(1)
+        if m.group(3):
+            yield "markdown_title", m.group(3)
+    for m in t._MD_REFDEF.finditer(text):
+        yield "markdown_link", " ".join(g for g in m.groups() if g)
+    smuggled = _old_smuggled_ascii(text)
+    if smuggled:
+        yield "tag_characters", smuggled
+
+
 def _old_unspace(text: str) -> str:
     spaced = re.compile(r"(?<!\w)\w(?P<sep>[ .\-_*·/|])\w(?:(?P=sep)\w)+(?!\w)")
     text = spaced.sub(lambda m: m.group(0).replace(m.group("sep"), ""), text)
@@ -96,6 +132,9 @@ def reference_text() -> Iterator[None]:
         "_deconfuse": _old_deconfuse,
         "_deleet": _old_deleet,
         "_unspace": _old_unspace,
+        "fold": _old_fold,
+        "visible_text": _old_visible_text,
+        "_hidden": _old_hidden,
         "deobfuscate": _old_deobfuscate,
         "_deobfuscate": lambda text, _fold: _old_deobfuscate(text),
     }
@@ -207,6 +246,50 @@ def test_fast_text_helpers_equal_the_loops(text: str) -> None:
         assert text_mod._deleet(text, table) == _old_deleet(text, table)
     assert text_mod._unspace(text) == _old_unspace(text)
     assert text_mod.deobfuscate(text) == _old_deobfuscate(text)
+
+
+_markup = st.lists(
+    st.sampled_from(
+        [
+            "<",
+            ">",
+            "[",
+            "]",
+            "(",
+            ")",
+            "!",
+            "<!--",
+            "-->",
+            "<b>",
+            "</b>",
+            "a",
+            "B",
+            " ",
+            "  ",
+            "\n",
+            "\t",
+            "\xa0",
+            "\u3000",
+            'x="y"',
+            ":",
+            "http://e.x",
+            "\U000e0041",
+            "é",
+            "\uff21\uff29",
+        ]
+    ),
+    max_size=25,
+).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_markup)
+def test_fold_and_visible_text_equal_the_reference(text: str) -> None:
+    assert text_mod.fold(text) == _old_fold(text)
+    assert text_mod.visible_text(text) == _old_visible_text(text)
+    with reference_text():
+        hidden = list(text_mod._hidden(text))
+    assert list(text_mod._hidden(text)) == hidden
 
 
 _spaced = st.lists(st.sampled_from(["a", "b", "1", "é", "ab", " ", ".", "-", "_", "*", "·", "/", "|", "\n"]))

@@ -30,6 +30,7 @@ Channel = Literal["plain", "obfuscated", "hidden", "encoded"]
 # are invisible; Unicode "tag" characters smuggle ASCII invisibly.
 _TAG_BASE = 0xE0000
 _WS = re.compile(r"[^\S\n]+")
+_OTHER_SPACE = re.compile(r"[^\S \n]")
 _NL = re.compile(r"\s*\n\s*")
 _HTML_COMMENT = re.compile(r"<!--(.*?)(?:-->|$)", re.S)
 _HTML_ATTR = re.compile(r"""\b[\w:-]+\s*=\s*(?:"([^"]*)"|'([^']*)')""")
@@ -134,6 +135,8 @@ def _strip_accents(text: str) -> str:
 def fold(text: str) -> str:
     """NFKC, accents off Latin letters, case-folded, runs of spaces and of line breaks collapsed."""
     text = _strip_accents(unicodedata.normalize("NFKC", text)).casefold()
+    if "  " not in text and "\n" not in text and not _OTHER_SPACE.search(text):
+        return text.strip()  # every run of spaces is one space already
     return _NL.sub("\n", _WS.sub(" ", text)).strip()
 
 
@@ -270,6 +273,8 @@ def _decoded(text: str) -> Iterator[tuple[str, str]]:
 
 def _hidden(text: str) -> Iterator[tuple[str, str]]:
     """(carrier, text) for content a reader of the rendered text would not see."""
+    if "<" not in text and "[" not in text and text.isascii():
+        return  # no markup to hide in, no tag characters
     for m in _HTML_COMMENT.finditer(text):
         yield "html_comment", m.group(1)
     for m in _HIDDEN_ELEMENT.finditer(text):
@@ -292,6 +297,8 @@ def _hidden(text: str) -> Iterator[tuple[str, str]]:
 
 def visible_text(text: str) -> str:
     """What a person reading the rendered text sees: comments, tags and link targets removed."""
+    if "<" not in text and "[" not in text:
+        return text  # every pattern below needs one of them
     text = _HTML_COMMENT.sub(" ", text)
     text = _HIDDEN_ELEMENT.sub(" ", text)
     text = _MD_LINK.sub(lambda m: f" {m.group(1)} ", text)
