@@ -29,6 +29,7 @@ import json
 import math
 import re
 import zlib
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache, lru_cache
@@ -222,19 +223,14 @@ def segment_features(
 
     ``cues`` replaces ``CUES`` by patterns that find the same on this segment (``None``: cannot match).
     """
-    features: dict[int, float] = {}
     words = _WORD.findall(segment)
-    for a, b in zip(["^", *words], [*words, "$"], strict=True):
-        for token in (b, f"{a} {b}"):
-            i = _bucket(token)
-            features[i] = features.get(i, 0.0) + 1.0
+    tokens = [t for a, b in zip(["^", *words], [*words, "$"], strict=True) for t in (b, f"{a} {b}")]
     for run in _CJK.findall(segment):
-        for k in range(len(run) - 1):
-            i = _bucket(run[k : k + 2])
-            features[i] = features.get(i, 0.0) + 1.0
-    norm = math.sqrt(sum(v * v for v in features.values())) or 1.0
-    for i in features:
-        features[i] /= norm
+        tokens += [run[k : k + 2] for k in range(len(run) - 1)]
+    # Counts in first-seen order (the order the weights are summed in), then L2-normalised.
+    counts = Counter(map(_bucket, tokens))
+    norm = math.sqrt(sum(v * v for v in counts.values())) or 1.0
+    features: dict[int, float] = {i: n / norm for i, n in counts.items()}
     dense = dict.fromkeys(_DENSE, 0.0)
     for name, pattern in (cues or CUES).items():
         if pattern is not None and pattern.search(segment):

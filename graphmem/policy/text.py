@@ -63,6 +63,7 @@ _LEET_ALL = {**_LEET, **_LEET_L}
 _LEET_TOKEN = re.compile(r"[\w@$|!]+")
 _LEET_CANDIDATE = re.compile(r"(?<![\w@$|!])[\w@$|!]*?[0-9@$|!][\w@$|!]*")
 _LEET_CHAR = re.compile(r"[0-9@$|!]")
+_LEET_THEN_LETTER = re.compile(r"[0-9@$|!][\w@$|!]*?[a-z]")
 _LOWER = re.compile(r"[a-z]")
 
 # Latin look-alikes from Cyrillic and Greek; applied only inside mixed-script
@@ -161,7 +162,9 @@ def _deleet(text: str, table: dict[int, str]) -> str:
 
     # Only tokens holding a digit or symbol can change: each match of _LEET_CANDIDATE
     # is a whole _LEET_TOKEN token that contains one.
-    if not _LEET_CHAR.search(text):
+    # No token holds both a letter and a digit or symbol (a letter after one, found in the text
+    # or in the text reversed): nothing changes.
+    if not (_LEET_THEN_LETTER.search(text) or _LEET_THEN_LETTER.search(text[::-1])):
         return text
     return _LEET_CANDIDATE.sub(fix, text)
 
