@@ -48,6 +48,7 @@ _B64 = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
 _HEX = re.compile(r"(?:\\x|0x)?(?:[0-9a-fA-F]{2}(?:[\s:,]|\\x)?){8,}")
 _ESCAPES = re.compile(r"\\u[0-9a-fA-F]{4}|\\x[0-9a-fA-F]{2}|&#x?[0-9a-fA-F]+;|&[a-z]+;")
 _SPACED = re.compile(r"(?<!\w)\w(?P<sep>[ .\-_*·/|])\w(?:(?P=sep)\w)+(?!\w)")
+_SPACED_HINT = re.compile(r"[ .\-_*·/|]\w[ .\-_*·/|]\w")
 # Starts at the separator, so the regex engine skips quickly to candidates.
 _INWORD = re.compile(r"[\-.·_*](?<=\w[\-.·_*])(?=\w)")
 _CODE_FENCE = re.compile(r"```.*?(?:```|$)|~~~.*?(?:~~~|$)", re.S)
@@ -171,7 +172,8 @@ def _deleet(text: str, table: dict[int, str]) -> str:
 
 def _unspace(text: str) -> str:
     # "i g n o r e  a l l" / "i.g.n.o.r.e a.l.l" -> "ignore all"; "in-struc-tions" -> "instructions"
-    text = _SPACED.sub(lambda m: m.group(0).replace(m.group("sep"), ""), text)
+    if _SPACED_HINT.search(text):  # every _SPACED match holds "<sep><letter><sep><letter>"
+        text = _SPACED.sub(lambda m: m.group(0).replace(m.group("sep"), ""), text)
     return _INWORD.sub("", text)
 
 
