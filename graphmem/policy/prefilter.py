@@ -188,7 +188,7 @@ def _ascii_requirements(pattern: str, flags: int) -> tuple[Clause, ...]:
 class _Need:
     """One clause, compiled: its literals by their first three characters, and those shorter."""
 
-    __slots__ = ("by_gram", "grams", "short")
+    __slots__ = ("by_gram", "grams", "literals", "short")
 
     def __init__(self, clause: Clause) -> None:
         by_gram: dict[str, list[str]] = {}
@@ -198,6 +198,7 @@ class _Need:
         self.by_gram = {g: tuple(v) for g, v in by_gram.items()}
         self.grams = frozenset(by_gram)
         self.short = tuple(s for s in clause if len(s) < 3)
+        self.literals = tuple(sorted(clause))
 
 
 _NEEDS: dict[Clause, _Need] = {}
@@ -209,13 +210,18 @@ def _compiled_needs(clauses: Iterable[Clause]) -> tuple[_Need, ...]:
 
 
 class Literals:
-    """Which of a clause's literals one text contains, each clause answered once: a literal of three
-    or more characters is looked up only if its first three characters occur in the text."""
+    """Which of a clause's literals one text contains, each clause answered once.
 
-    __slots__ = ("_grams", "_lowered", "_seen", "text")
+    With ``index`` (for many patterns, such as the poisoning rules) the text's three-character
+    substrings are indexed first, and a literal is searched for only if its first three
+    characters occur; without it (a few patterns) each literal is searched for directly.
+    """
 
-    def __init__(self, text: str) -> None:
+    __slots__ = ("_grams", "_index", "_lowered", "_seen", "text")
+
+    def __init__(self, text: str, *, index: bool = True) -> None:
         self.text = text
+        self._index = index
         self._grams: set[str] | None = None
         self._seen: dict[_Need, bool] = {}
         self._lowered: Literals | None = None
@@ -223,14 +229,17 @@ class Literals:
     def lowered(self) -> Literals | None:
         """The same for the lowered text, if the text is ASCII (else ``None``: case is not plain)."""
         if self._lowered is None and self.text.isascii():
-            self._lowered = Literals(self.text.lower())
+            self._lowered = Literals(self.text.lower(), index=self._index)
         return self._lowered
 
     def _may(self, need: _Need) -> bool:
+        contains = self.text.__contains__
+        if not self._index:
+            found = self._seen[need] = any(map(contains, need.literals))
+            return found
         if self._grams is None:
             t = self.text
             self._grams = set(map("".join, zip(t, t[1:], t[2:], strict=False)))
-        contains = self.text.__contains__
         found = any(map(contains, need.short)) or any(
             any(map(contains, need.by_gram[g])) for g in need.grams.intersection(self._grams)
         )
