@@ -258,18 +258,23 @@ def segment_features(
     return features
 
 
-def text_segment_features(text: str, *, reference: bool = False) -> list[dict[int, float]]:
+def text_segment_features(
+    text: str, *, reference: bool = False, literals: dict[str, Literals] | None = None
+) -> list[dict[int, float]]:
     """Features of every segment of ``text``, in order (empty for a text with no words).
 
     Each cue runs only through the alternatives the whole text can match (every
-    segment is part of it); ``reference=True`` runs every cue whole.
+    segment is part of it); ``reference=True`` runs every cue whole. ``literals``
+    holds literal indexes of texts already scanned (reused for the same text).
     """
     own_text = _own_text(text)
     parts = _segments_of(own_text)
     cues: Cues | None = None
     if not reference:
-        literals = Literals(own_text)
-        cues = {name: f.narrowed(literals) for name, f in _CUE_FILTERS.items()}
+        index = literals.get(own_text) if literals is not None else None
+        if index is None:
+            index = Literals(own_text)
+        cues = {name: f.narrowed(index) for name, f in _CUE_FILTERS.items()}
     owns = [_content_words(s) for s in parts]
     counts: dict[str, int] = {}
     for own in owns:
@@ -297,14 +302,16 @@ class Detector:
     reject_at: float
     version: str
 
-    def score(self, text: str, *, reference: bool = False) -> InjectionScore:
+    def score(
+        self, text: str, *, reference: bool = False, literals: dict[str, Literals] | None = None
+    ) -> InjectionScore:
         """The most suspicious segment's probability (0.0 for a text with no words).
 
         ``reference=True`` computes the cues without the prefilter (the same score, slower).
         """
         best, where = -math.inf, None
         w = self.weights
-        for n, features in enumerate(text_segment_features(text, reference=reference)):
+        for n, features in enumerate(text_segment_features(text, reference=reference, literals=literals)):
             # The same products summed in the same order as a generator would, in C.
             z = self.bias + sum(map(operator.mul, map(w.__getitem__, features), features.values()))
             if z > best:

@@ -45,14 +45,22 @@ def _count(rule: Rule, text: str, literals: Literals | None) -> int:
     return sum(1 for m in matches if check is None or check(m, text))
 
 
-def _scan(all_views: Iterable[View], reference: bool = False) -> list[tuple[PoisonFinding, int]]:
+def _scan(
+    all_views: Iterable[View], reference: bool = False, shared: dict[str, Literals] | None = None
+) -> list[tuple[PoisonFinding, int]]:
     seen: set[str] = set()
     found: list[tuple[PoisonFinding, int]] = []
     for view in all_views:
         if view.text in seen:
             continue
         seen.add(view.text)
-        literals = None if reference else Literals(view.text)
+        literals = None
+        if not reference:
+            literals = shared.get(view.text) if shared is not None else None
+            if literals is None:
+                literals = Literals(view.text)
+                if shared is not None:
+                    shared[view.text] = literals
         for rule in RULES:
             n = _count(rule, view.text, literals)
             if n:
@@ -63,14 +71,17 @@ def _scan(all_views: Iterable[View], reference: bool = False) -> list[tuple[Pois
     return found
 
 
-def scan_poisoning(text: str, *, reference: bool = False) -> list[PoisonFinding]:
+def scan_poisoning(
+    text: str, *, reference: bool = False, literals: dict[str, Literals] | None = None
+) -> list[PoisonFinding]:
     """Every (rule, channel) that fired anywhere in ``text``, visible text first.
 
     ``reference=True`` runs every rule's whole alternation on every view: the
     slow path the prefiltered one is tested against (same findings, always).
+    ``literals`` keeps each view's literal index for other scans of the same text.
     """
     unique: dict[tuple[str, str, str], PoisonFinding] = {}
-    for finding, _ in _scan(views(text), reference):
+    for finding, _ in _scan(views(text), reference, literals):
         unique.setdefault((finding.rule, finding.channel, finding.via), finding)
     return list(unique.values())
 
