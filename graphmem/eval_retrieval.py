@@ -152,7 +152,7 @@ def evaluate(
     k: int = 5,
     tenant: str | None = None,
 ) -> dict[str, Any]:
-    """Recall@k and MRR of BM25 alone versus hybrid (BM25 + cosine) on ``dataset``.
+    """Recall@k and MRR of BM25 alone, the embedding alone and hybrid (BM25 + cosine) on ``dataset``.
 
     ``store_factory`` makes the store to load (a fresh one: this call closes it).
     Records are embedded with ``embedder`` and written once; each query is then
@@ -171,13 +171,15 @@ def evaluate(
         kinds=(Kind.SEMANTIC,),
     )
     per_query: list[dict[str, Any]] = []
-    by_mode: dict[str, list[tuple[str, list[int], int]]] = {"bm25": [], "hybrid": []}
+    by_mode: dict[str, list[tuple[str, list[int], int]]] = {"bm25": [], "vector": [], "hybrid": []}
     with store_factory() as store:
         store.add_many(records)
         for query, vector in zip(data.queries, query_vectors, strict=True):
             row: dict[str, Any] = {"id": query.id, "style": query.style, "query": query.query}
-            for mode, embedding in (("bm25", None), ("hybrid", vector)):
-                order = store.recall(ctx, query.query, query_embedding=embedding).ids
+            # vector: the query's embedding alone (no terms), through the same read path.
+            modes = (("bm25", query.query, None), ("vector", "", vector), ("hybrid", query.query, vector))
+            for mode, text, embedding in modes:
+                order = store.recall(ctx, text, query_embedding=embedding).ids
                 position = {rid: i for i, rid in enumerate(order, 1)}
                 found = [position.get(rid, 0) for rid in query.relevant]
                 by_mode[mode].append((query.style, found, len(query.relevant)))
@@ -207,7 +209,7 @@ def _format(result: dict[str, Any]) -> str:
         f"embedder {result['embedder']} ({result['dimensions']} dims)",
         f"{'':22}{'recall@' + str(k):>10}{'MRR':>8}",
     ]
-    for mode in ("bm25", "hybrid"):
+    for mode in ("bm25", "vector", "hybrid"):
         summary = result[mode]
         lines.append(f"{mode:22}{summary[f'recall@{k}']:>10.3f}{summary['mrr']:>8.3f}")
         for style, sub in summary["by_style"].items():
@@ -225,6 +227,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--dataset", type=Path, default=None, help=f"JSON Lines set (default {DEFAULT_DATASET})"
     )
+    parser.add_argument(
+        "--generated",
+        action="store_true",
+        help="the generated set instead (graphmem.eval.retrieval_gen: 2,000 records, 300 questions)",
+    )
+    parser.add_argument("--seed", type=int, default=11, help="--generated: the seed")
     parser.add_argument("--store", default="memory://", help="store URI (memory://, bolt://…, neo4j://…)")
     parser.add_argument("--user", default=None)
     parser.add_argument("--password", default=None)
@@ -239,7 +247,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     def factory() -> MemoryStore:
         return MemoryStore.open(args.store, **options)
 
-    result = evaluate(factory, embedder, args.dataset, k=args.k)
+    dataset: RetrievalSet | Path | None = args.dataset
+    if args.generated:
+        from graphmem.eval.retrieval_gen import generate, to_jsonl
+
+        dataset = load_dataset(list(to_jsonl(generate(args.seed))))
+    result = evaluate(factory, embedder, dataset, k=args.k)
     print(json.dumps(result, indent=2) if args.json else _format(result))
     return 0
 

@@ -55,9 +55,12 @@ def decision_fragment(id_json: str, selected: bool, reason: DropReason | None, s
     Joining fragments in id order (``digest_of_fragments``) gives exactly
     ``decisions_digest``; JSON writes floats as ``repr`` does.
     """
-    reason_json = "null" if reason is None else f'"{reason.value}"'
+    reason_json = "null" if reason is None else _REASON_JSON[reason]
     score_json = "null" if score is None else repr(float(score))
     return f"[{id_json},{'true' if selected else 'false'},{reason_json},{score_json}]"
+
+
+_REASON_JSON = {reason: f'"{reason.value}"' for reason in DropReason}
 
 
 def digest_of_fragments(fragments: Iterable[str]) -> str:

@@ -134,10 +134,11 @@ def _outcomes(
     outcomes: dict[str, tuple[bool, DropReason | None, float]] = {
         rid: (True, None, score) for rid, score in ranked[:chosen]
     }
-    outcomes.update((rid, (False, DropReason.SELECTION_LIMIT, s)) for rid, s in ranked[chosen:matched])
+    limit, below = DropReason.SELECTION_LIMIT, DropReason.BELOW_MIN_SCORE  # looked up once
+    outcomes.update((rid, (False, limit, s)) for rid, s in ranked[chosen:matched])
     if every:
         outcomes.update((rid, LIMITED) for rid, _ in ranked[matched:eligible])
-    outcomes.update((rid, (False, DropReason.BELOW_MIN_SCORE, s)) for rid, s in ranked[eligible:])
+    outcomes.update((rid, (False, below, s)) for rid, s in ranked[eligible:])
     return outcomes
 
 

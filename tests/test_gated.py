@@ -14,6 +14,7 @@ import threading
 from datetime import datetime, timedelta
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -33,7 +34,7 @@ from graphmem.gate import run_gate
 from graphmem.gated import LIMITED, RowGate, Verdicts, ViewGate
 from graphmem.model import DropReason
 from graphmem.model.canonical import canonical_json
-from graphmem.ranking import Prepared, rank, rank_prepared
+from graphmem.ranking import Prepared, cosine, rank, rank_prepared
 from graphmem.receipts import candidates_digest, decision_fragment, decisions_digest, json_string
 from tests.conftest import T0
 
@@ -56,6 +57,53 @@ def test_rank_prepared_equals_rank_for_any_split(
     bounds = sorted({0, len(documents), *(min(c, len(documents)) for c in cuts)})
     parts = [Prepared(documents[a:b]) for a, b in itertools.pairwise(bounds)] or [Prepared([])]
     assert rank_prepared(parts, query) == rank(documents, query)
+
+
+def _reference_hybrid(
+    documents: list[tuple[str, str, float, tuple[float, ...] | None]], query: str, q: tuple[float, ...]
+) -> list[tuple[str, float]]:
+    """The blend as documented, one document at a time in plain Python (``cosine``)."""
+    lexical = dict(rank([(rid, text, age, None) for rid, text, age, _ in documents], query))
+    keyed = []
+    for rid, _, age, emb in documents:
+        score = lexical[rid]
+        if emb is not None:
+            score = 0.5 * score + 0.5 * max(0.0, cosine(q, emb))
+        keyed.append((-round(score, 9), -age, rid))
+    return [(rid, -s) for s, _, rid in sorted(keyed)]
+
+
+vectors = st.one_of(
+    st.none(),
+    st.lists(st.floats(-1.0, 1.0, allow_nan=False, width=32), min_size=3, max_size=3).map(tuple),
+    st.just((0.0, 0.0, 0.0)),
+    st.just((1.0, 0.0)),  # another dimension than the query's: similarity 0
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    docs=st.lists(st.tuples(texts, st.integers(0, 5), vectors), min_size=0, max_size=30),
+    query=texts,
+    q=st.lists(st.floats(-1.0, 1.0, allow_nan=False, width=32), min_size=3, max_size=3).map(tuple),
+    cuts=st.lists(st.integers(0, 30), max_size=3),
+)
+def test_hybrid_ranking_is_one_matrix_pass_equal_to_the_plain_blend_for_any_split(
+    docs: list[tuple[str, int, tuple[float, ...] | None]],
+    query: str,
+    q: tuple[float, ...],
+    cuts: list[int],
+) -> None:
+    documents = [(f"d{i:02d}", content, float(age), emb) for i, (content, age, emb) in enumerate(docs)]
+    bounds = sorted({0, len(documents), *(min(c, len(documents)) for c in cuts)})
+    parts = [Prepared(documents[a:b]) for a, b in itertools.pairwise(bounds)] or [Prepared([])]
+    ranked = rank(documents, query, q)
+    assert rank_prepared(parts, query, q) == ranked
+    # The reference blends the rounded BM25 score, so scores agree to rounding, not bits.
+    reference = dict(_reference_hybrid(documents, query, q))
+    assert sorted(reference) == sorted(rid for rid, _ in ranked)
+    assert [s for _, s in ranked] == sorted((s for _, s in ranked), reverse=True)
+    assert [s for _, s in ranked] == pytest.approx([reference[rid] for rid, _ in ranked], abs=1e-8)
 
 
 def test_rank_prepared_with_embeddings_blends_like_rank() -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -741,3 +742,55 @@ def test_versions_by_id_prefix_are_exactly_the_ids_with_that_prefix(store: Memor
     ]  # fmt: skip
     assert store.backend.with_id_prefix(tenant, "lg-z") == []
     assert store.backend.with_id_prefix("another-" + tenant, "lg-a-") == []
+
+
+def test_a_held_get_answers_every_change_made_any_way(store: MemoryStore, tenant: str) -> None:
+    """Repeated gets of one item are served from what the adapter holds (on the embedded
+    store, under its revision) and still see every change: this adapter's writes, another
+    adapter's, the store's own forget, time passing an expiry, and an invalidation whose
+    effective time arrives later."""
+    clock = Clock()
+    lg = GraphmemStore(store, tenant, clock=clock)
+    other = GraphmemStore(store, tenant, clock=clock)
+    ns = ("users", "alice")
+    lg.put(ns, "a", {"n": 1})
+    lg.put(ns, "b", {"n": 2}, ttl=1.0)
+    for _ in range(3):
+        assert lg.get(ns, "a").value == {"n": 1}  # type: ignore[union-attr]
+    other.put(ns, "a", {"n": 2})  # another adapter (another thread would do the same)
+    assert lg.get(ns, "a").value == {"n": 2}  # type: ignore[union-attr]
+    done = threading.Event()
+    threading.Thread(target=lambda: (other.put(ns, "a", {"n": 3}), done.set())).start()
+    assert done.wait(30)
+    assert lg.get(ns, "a").value == {"n": 3}  # type: ignore[union-attr]
+    assert lg.get(ns, "b").value == {"n": 2}  # type: ignore[union-attr]
+    clock.tick(61)  # b's minute is over: no write happened, the held head expires by time
+    assert lg.get(ns, "b", refresh_ttl=False) is None
+    head = lg.get(ns, "a")
+    assert head is not None
+    [record] = [r for r in store.backend.with_tag(tenant, "langgraph") if r.status is Status.ACTIVE and
+                r.content and '"n":3' in r.content]  # fmt: skip
+    store.forget(
+        ForgetRequest(tenant=tenant, target=record.id, mode=ForgetMode.REVOKE, reason="r", requested_by="u")
+    )
+    assert lg.get(ns, "a") is None
+    lg.put(ns, "c", {"n": 4})
+    assert lg.get(ns, "c") is not None
+    [c] = [r for r in store.backend.with_tag(tenant, "langgraph") if r.content and '"n":4' in r.content]
+    store.invalidate(tenant, c.id, by=record.id, reason="wrong", at=clock() + timedelta(seconds=30))
+    assert lg.get(ns, "c") is not None  # invalidated from 30 s ahead
+    clock.tick(30)
+    assert lg.get(ns, "c") is None
+
+
+def test_a_held_get_sees_a_write_by_another_store_on_the_same_file(tmp_path: Any, tenant: str) -> None:
+    """Another store (another process, in effect: its own connections) writes the file; the
+    held head is dropped because SQLite's data version of this store's connection moved."""
+    with MemoryStore.embedded(tmp_path / "m") as mine, MemoryStore.embedded(tmp_path / "m") as theirs:
+        ns = ("users", "alice")
+        GraphmemStore(mine, tenant).put(ns, "a", {"n": 1})
+        lg = GraphmemStore(mine, tenant)
+        assert lg.get(ns, "a").value == {"n": 1}  # type: ignore[union-attr]
+        assert lg.get(ns, "a").value == {"n": 1}  # type: ignore[union-attr]
+        GraphmemStore(theirs, tenant).put(ns, "a", {"n": 2})
+        assert lg.get(ns, "a").value == {"n": 2}  # type: ignore[union-attr]

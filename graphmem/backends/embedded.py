@@ -179,6 +179,7 @@ class EmbeddedBackend:
         self.engine = Engine(path, busy_timeout=busy_timeout)
         self._memo = _GateMemo(gate_memo)
         self._recall_audit_delay = recall_audit_delay
+        self._applied = 0
         self._recalls = RecallLog(
             lambda events: self.apply([AppendAudit(event=e) for e in events]), recall_audit_delay
         )
@@ -225,6 +226,7 @@ class EmbeddedBackend:
 
     def apply(self, ops: Sequence[Op]) -> None:
         """Every op or none: a savepoint inside the caller's transaction (or its own)."""
+        self._applied += 1  # revision(): before the write, so no reader keeps what it replaces
         erased: set[str] = set()
         with self.engine.transaction(write=True) as conn:
             conn.execute("SAVEPOINT apply")
@@ -693,6 +695,16 @@ class EmbeddedBackend:
         return out
 
     def gate_one(self, ctx: ReadContext, record_id: str) -> tuple[str, DropReason | None] | None:
+        found = self.gate_input(ctx, record_id)
+        if found is None:
+            return None
+        cand, in_scope = found
+        return cand.fingerprint, drop_reason(cand, ctx, in_scope)
+
+    def gate_input(self, ctx: ReadContext, record_id: str) -> tuple[Candidate, bool] | None:
+        """What the gate decides one record on: its candidate and whether it applies in the
+        context's scopes. ``drop_reason`` of these gives ``gate_one``'s verdict at any time
+        until ``revision()`` changes."""
         with self._read() as conn:
             row = conn.execute(
                 f"SELECT {_GATE_COLUMNS} FROM records WHERE tenant = ? AND id = ?", (ctx.tenant, record_id)
@@ -700,8 +712,14 @@ class EmbeddedBackend:
             if row is None:
                 return None
             _, matching, _ = self._reach(conn, ctx)
-        cand = self._candidate(ctx.tenant, row)
-        return cand.fingerprint, drop_reason(cand, ctx, row[13] in matching)
+        return self._candidate(ctx.tenant, row), row[13] in matching
+
+    def revision(self) -> tuple[int, int]:
+        """Changes whenever the store may have changed: a write applied through this backend
+        (any thread), or a commit by another connection to the file (another thread's or
+        process's, ``PRAGMA data_version`` of this thread's connection). One cheap statement:
+        callers keep what they read under it, and read again when it changes."""
+        return self._applied, self.engine.data_version()
 
     def recalled(
         self, tenant: str, record_ids: Sequence[str], audit: AuditEvent | None, *, sync: bool = False

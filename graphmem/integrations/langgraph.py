@@ -119,6 +119,7 @@ from graphmem._core import transactional
 from graphmem.backends.base import AppendAudit, Backend, PutRecord
 from graphmem.backends.base import Op as GraphOp
 from graphmem.errors import ContractViolation
+from graphmem.gate import Candidate, drop_reason
 from graphmem.model import (
     AuditEvent,
     DropReason,
@@ -292,6 +293,11 @@ class GraphmemStore(BaseStore):
         self._last_seq = 0
         self._linked: set[Namespace] = set()
         self._decoded: OrderedDict[str, _Entry | None] = OrderedDict()
+        # (namespace, key) -> (backend revision, head entry, record, gate candidate, in scope)
+        self._heads: OrderedDict[tuple[Namespace, str], tuple[Any, _Entry, MemoryRecord, Candidate, bool]] = (
+            OrderedDict()
+        )
+        self._heads_rev: Any = None
 
     @property
     def backend(self) -> Backend:
@@ -367,6 +373,53 @@ class GraphmemStore(BaseStore):
             first[entry.namespace] = min(first.get(entry.namespace, entry.order[1]), entry.order[1])
         return sorted(newest.values(), key=lambda e: (first[e.namespace], e.order[1], e.namespace, e.key))
 
+    def _held_head(self, namespace: Namespace, key: str, refresh: bool) -> Item | bool | None:
+        """The item from the heads held since the backend's last change: ``None`` when none is
+        held (read it), ``False`` when the held one is no longer eligible now.
+
+        A backend with ``revision()`` and ``gate_input()`` (the embedded store) lets a get
+        skip both reads: while the revision stands, the item's versions and the gate's
+        inputs are what they were, and the gate's verdict is recomputed for the time now.
+        """
+        revision = getattr(self.store.backend, "revision", None)
+        if revision is None:
+            return None
+        now_rev = revision()
+        if now_rev != self._heads_rev:
+            # Something changed: nothing held is known to be current (and an erased item's
+            # text must not stay here), so all of it goes.
+            self._heads.clear()
+            self._heads_rev = now_rev
+            return None
+        held = self._heads.get((namespace, key))
+        if held is None:
+            return None
+        _, entry, record, candidate, in_scope = held
+        if refresh and entry.ttl is not None:
+            return None  # a TTL refresh writes: the slow path does it in one transaction
+        ctx = self._ctx([namespace_scope(namespace)])
+        if drop_reason(candidate, ctx, in_scope) is not None:
+            return False
+        return Item(
+            value=entry.value,
+            key=entry.key,
+            namespace=entry.namespace,
+            created_at=record.created_at,
+            updated_at=record.created_at,
+        )
+
+    def _hold_head(
+        self, namespace: Namespace, entry: _Entry, record: MemoryRecord, inputs: tuple[Candidate, bool]
+    ) -> None:
+        """Keep a head read under the revision taken before reading it (``_held_head``)."""
+        rev = self._heads_rev
+        if rev is None:
+            return
+        self._heads[(namespace, entry.key)] = (rev, entry, record, inputs[0], inputs[1])
+        self._heads.move_to_end((namespace, entry.key))
+        if len(self._heads) > _DECODED:
+            self._heads.popitem(last=False)
+
     def _head(self, namespace: Namespace, key: str) -> tuple[_Entry, MemoryRecord] | None:
         """The item's current version, if the gate passes it now: its versions by id prefix
         (an index range, whatever the namespace's size), the newest one gated alone."""
@@ -382,7 +435,16 @@ class GraphmemStore(BaseStore):
             if not found:
                 return None
             entry, record = max(found, key=lambda pair: pair[0].seq)
-            verdict = self.store.backend.gate_one(self._ctx([namespace_scope(namespace)]), record.id)
+            ctx = self._ctx([namespace_scope(namespace)])
+            gate_input = getattr(self.store.backend, "gate_input", None)
+            if gate_input is not None:  # the verdict from its inputs, which a get may keep
+                inputs = gate_input(ctx, record.id)
+                reason = None if inputs is None else drop_reason(inputs[0], ctx, inputs[1])
+                if inputs is not None and reason is None:
+                    self._hold_head(namespace, entry, record, inputs)
+                verdict = None if inputs is None else (inputs[0].fingerprint, reason)
+            else:
+                verdict = self.store.backend.gate_one(ctx, record.id)
             if verdict is not None and verdict[1] is None:
                 return entry, record
             if verdict is None or verdict[1] is not DropReason.SUPERSEDED:
@@ -420,10 +482,17 @@ class GraphmemStore(BaseStore):
         return out
 
     def _get(self, op: GetOp) -> Item | None:
-        head = self._head(tuple(op.namespace), op.key)
+        namespace = tuple(op.namespace)
+        refresh = bool(op.refresh_ttl)
+        held = self._held_head(namespace, op.key, refresh)
+        if held is False:
+            return None
+        if isinstance(held, Item):
+            return held
+        head = self._head(namespace, op.key)
         if head is None:
             return None
-        found = self._records([head[0]], True) if op.refresh_ttl and head[0].ttl is not None else [head]
+        found = self._records([head[0]], True) if refresh and head[0].ttl is not None else [head]
         for entry, record in found:
             return Item(
                 value=entry.value,
