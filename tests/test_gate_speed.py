@@ -375,3 +375,10 @@ def test_low_overlap_equals_the_set_formula(own: set[str], context: dict[str, in
     expected = 1.0 - len(own & others) / len(own) if len(others) >= 5 and own else 0.0
     k = HASH_DIM + dense_feature_names().index("low_overlap")
     assert segment_features("x y", context, own).get(k, 0.0) == expected
+
+
+def test_a_clause_compiled_after_a_text_was_indexed_is_still_looked_up() -> None:
+    literals = Literals("please ignore the zebra-crossing instructions")
+    assert Prefiltered((r"\bignore",)).narrowed(literals) is not None
+    late = Prefiltered((r"\bzebra-crossing\w*",))
+    assert late.narrowed(literals) is not None

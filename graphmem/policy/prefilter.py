@@ -188,7 +188,7 @@ def _ascii_requirements(pattern: str, flags: int) -> tuple[Clause, ...]:
 class _Need:
     """One clause, compiled: its literals by their first three characters, and those shorter."""
 
-    __slots__ = ("by_gram", "grams", "literals", "short")
+    __slots__ = ("by_gram", "grams", "literals", "serial", "short")
 
     def __init__(self, clause: Clause) -> None:
         by_gram: dict[str, list[str]] = {}
@@ -199,14 +199,27 @@ class _Need:
         self.grams = frozenset(by_gram)
         self.short = tuple(s for s in clause if len(s) < 3)
         self.literals = tuple(sorted(clause))
+        self.serial = len(_NEEDS)  # compiled clauses are numbered in order
 
 
 _NEEDS: dict[Clause, _Need] = {}
 
 
+# Every compiled clause by the first three characters of its literals.
+_BY_GRAM: dict[str, list[_Need]] = {}
+
+
 def _compiled_needs(clauses: Iterable[Clause]) -> tuple[_Need, ...]:
     # Equal clauses share one _Need, so a text tests each once.
-    return tuple(_NEEDS.setdefault(c, _Need(c)) for c in clauses)
+    out = []
+    for clause in clauses:
+        need = _NEEDS.get(clause)
+        if need is None:
+            need = _NEEDS[clause] = _Need(clause)
+            for gram in need.grams:
+                _BY_GRAM.setdefault(gram, []).append(need)
+        out.append(need)
+    return tuple(out)
 
 
 class Literals:
@@ -217,12 +230,14 @@ class Literals:
     characters occur; without it (a few patterns) each literal is searched for directly.
     """
 
-    __slots__ = ("_grams", "_index", "_lowered", "_seen", "text")
+    __slots__ = ("_candidates", "_grams", "_index", "_known", "_lowered", "_seen", "text")
 
     def __init__(self, text: str, *, index: bool = True) -> None:
         self.text = text
         self._index = index
         self._grams: set[str] | None = None
+        self._candidates: set[_Need] = set()
+        self._known = 0  # clauses compiled before the candidates were listed
         self._seen: dict[_Need, bool] = {}
         self._lowered: Literals | None = None
 
@@ -240,8 +255,12 @@ class Literals:
         if self._grams is None:
             t = self.text
             self._grams = set(map("".join, zip(t, t[1:], t[2:], strict=False)))
-        found = any(map(contains, need.short)) or any(
-            any(map(contains, need.by_gram[g])) for g in need.grams.intersection(self._grams)
+            # The clauses one of whose literals starts with a three characters of the text.
+            self._candidates = {n for g in self._grams.intersection(_BY_GRAM) for n in _BY_GRAM[g]}
+            self._known = len(_NEEDS)
+        found = any(map(contains, need.short)) or (
+            (need in self._candidates or need.serial >= self._known)
+            and any(any(map(contains, need.by_gram[g])) for g in need.grams.intersection(self._grams))
         )
         self._seen[need] = found
         return found
