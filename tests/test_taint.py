@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from graphmem import Kind, MemoryRecord, MemoryStore, ReadContext, Source, Status, Trust, WriteProposal
-from graphmem.model.write import WriteOutcome
+from graphmem.model.write import WriteDecision, WriteOutcome, WriteReason
 from graphmem.render import render_selection
 from tests.conftest import T0
 
@@ -155,3 +155,36 @@ def test_records_without_the_flag_keep_their_fingerprint() -> None:
     flagged = record.model_copy(update={"untrusted_lineage": True})
     assert MemoryRecord.model_validate_json(flagged.model_dump_json()).untrusted_lineage
     assert not record.tainted  # no sources, no lineage: nothing says it is untrusted
+
+
+def test_a_proposal_derived_only_from_tainted_records_is_tainted_and_widening_waits(
+    store: MemoryStore, tenant: str
+) -> None:
+    store.add(_episode(tenant, "e1", Trust.UNTRUSTED))
+
+    def propose(scope: str) -> WriteDecision:
+        return store.propose(
+            WriteProposal(
+                tenant=tenant,
+                kind=Kind.SEMANTIC,
+                scope=scope,
+                content=f"A stuck queue is fixed by restarting the worker ({scope}).",
+                valid_from=T0 + 2 * DAY,
+                derived_from=("e1",),
+                proposed_by="agent",
+            )
+        )
+
+    same = propose("run:r-1")
+    assert same.outcome is WriteOutcome.ACCEPTED
+    assert same.record_id is not None
+    kept = store.get(tenant, same.record_id)
+    assert kept is not None
+    assert kept.tainted
+    widened = propose("user:alice")
+    assert (widened.outcome, widened.reason) == (
+        WriteOutcome.PENDING_APPROVAL,
+        WriteReason.NEEDS_APPROVAL_UNTRUSTED,
+    )
+    assert widened.record_id is not None
+    assert store.pending_reasons(tenant) == {widened.record_id: "needs_approval_untrusted"}
