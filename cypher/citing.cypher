@@ -1,3 +1,3 @@
 // Records that cite a source, as one row.
 MATCH (:Source {tenant: $tenant, id: $id})<-[:CITES]-(m:Memory)
-RETURN collect([m.json, m.status, m.tombstone]) AS records
+RETURN collect([m.json, m.status, m.tombstone, m.sealed, m.id]) AS records

@@ -4,6 +4,6 @@ UNWIND $ids AS id
 MATCH (:Memory {tenant: $tenant, id: id})<-[:DERIVED_FROM*1..]-(d:Memory)
 WITH DISTINCT d
 RETURN collect([
-  [d.json, d.status, d.tombstone],
+  [d.json, d.status, d.tombstone, d.sealed, d.id],
   [(d)-[:DERIVED_FROM]->(p:Memory) | [p.id, p.status, p.superseded_at, p.invalidated_at]]
 ]) AS dependents

@@ -15,14 +15,16 @@
 // in µs, 7 has an embedding (1/0), 8 and 9 the fingerprint's tokens (its
 // first 120 bits as two integers), 10 superseded at and 11 invalidated at in
 // µs (2^63-1 = never). A run scope is in scope only if it is one of
-// $own_runs. wrong_tenant cannot occur: every candidate is one of the
+// $own_runs. Preconditions are stored as keyed tokens: $environment holds the
+// caller's capabilities as tokens and, for records written before encryption,
+// as themselves. wrong_tenant cannot occur: every candidate is one of the
 // tenant's own edges, and no edge crosses tenants.
 //
 // One row of parallel lists: candidate ids, both fingerprint tokens (first,
 // second), fingerprints (only with $fingerprints, else an empty list) and
 // reasons ('' = eligible); then, for the survivors in the same order, their
 // recency in µs and (only with $with_content, else an empty list) [content,
-// embedding]. A client that already holds a candidate's fingerprint and text
+// embedding], both sealed (the client decrypts them). A client that already holds a candidate's fingerprint and text
 // for its tokens need not receive them again.
 CALL () {
   WITH 1 AS _ WHERE $record_id IS NULL

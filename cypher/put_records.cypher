@@ -14,7 +14,7 @@ SET m += {
   procedure_version: row[12], preconditions: row[13], tags: row[14], embedding: row[15],
   created_at: row[16], event_time: row[17], valid_from: row[18], valid_to: row[19],
   expires_at: row[20], fingerprint: row[21], json: row[22],
-  tombstone: row[23]
+  tombstone: row[23], sealed: row[26]
 }
 FOREACH (_ IN CASE WHEN row[1] = 'working' THEN [1] ELSE [] END | SET m:Working)
 FOREACH (_ IN CASE WHEN row[1] = 'episodic' THEN [1] ELSE [] END | SET m:Episodic)

@@ -7,7 +7,7 @@
 CALL () {
   UNWIND range(0, size($ids) - 1) AS k
   MATCH (m:Memory {tenant: $tenant, id: $ids[k]})
-  RETURN collect([m.json, m.status, m.tombstone, m.fingerprint]) AS records,
+  RETURN collect([m.json, m.status, m.tombstone, m.sealed, m.id, m.fingerprint]) AS records,
     count(CASE WHEN $fingerprints[k] IS NULL OR m.fingerprint = $fingerprints[k] THEN 1 END) AS same
 }
 RETURN records, same = size($ids) AS current

@@ -2,4 +2,4 @@
 MATCH (m:Memory {tenant: $tenant})
 WHERE m.status IN $statuses
 WITH m ORDER BY m.id
-RETURN collect([m.json, m.status, m.tombstone]) AS records
+RETURN collect([m.json, m.status, m.tombstone, m.sealed, m.id]) AS records

@@ -2,6 +2,6 @@
 UNWIND $ids AS id
 MATCH (d:Memory {tenant: $tenant, id: id})
 RETURN collect([
-  [d.json, d.status, d.tombstone],
+  [d.json, d.status, d.tombstone, d.sealed, d.id],
   [(d)-[:DERIVED_FROM]->(p:Memory) | [p.id, p.status, p.superseded_at, p.invalidated_at]]
 ]) AS dependents

@@ -11,5 +11,5 @@ CALL (n) {
   RETURN o.id AS src, type(e) AS type, n.id AS dst, e.at AS at, e.reason AS reason, o
 }
 RETURN src, type, dst, at, reason,
-  CASE WHEN o:Memory THEN [o.json, o.status, o.tombstone] END AS memory,
+  CASE WHEN o:Memory THEN [o.json, o.status, o.tombstone, o.sealed, o.id] END AS memory,
   CASE WHEN o:Source THEN o {.id, .type, .trust, .locator, .digest, .status} END AS source

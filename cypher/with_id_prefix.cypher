@@ -3,4 +3,4 @@
 MATCH (m:Memory {tenant: $tenant})
 WHERE m.id STARTS WITH $prefix
 WITH m ORDER BY m.id
-RETURN collect([m.json, m.status, m.tombstone]) AS records
+RETURN collect([m.json, m.status, m.tombstone, m.sealed, m.id]) AS records

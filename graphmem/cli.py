@@ -28,6 +28,7 @@ from graphmem.model import (
     Trust,
     WriteProposal,
 )
+from graphmem.model.erasure import ERASED_FIELDS
 from graphmem.store import MemoryStore
 
 __all__ = ["main"]
@@ -135,12 +136,25 @@ def forget(
     )
     with _open(ctx.find_root()) as store:
         report = store.forget(request)
+        guarantee = getattr(store.backend, "erasure_guarantee", lambda: "not stated by this backend")()
     table = Table(title=f"forget {target} ({report.target_type}, {mode})", title_justify="left")
     for column in ("record", "action", "why"):
         table.add_column(column)
     for entry in report.entries:
         table.add_row(entry.record_id, entry.action, entry.reason)
-    Console().print(table)
+    console = Console()
+    console.print(table)
+    if report.mode is ForgetMode.ERASE:
+        erased = [e.record_id for e in report.entries if e.action == "erased"]
+        console.print(
+            f"removed from {len(erased)} record(s): {', '.join(ERASED_FIELDS)}; their sources' quotes, "
+            "and the locators and digests of sources no live record cites"
+        )
+        if report.erased_sources:
+            console.print(f"erased sources: {', '.join(report.erased_sources)}")
+        console.print(f"storage: {guarantee}")
+    elif report.mode is ForgetMode.REVOKE:
+        console.print("revoked records keep their text for audit; erase them to remove it")
 
 
 @cli.command()
@@ -435,17 +449,47 @@ def check(ctx: click.Context) -> None:
 
 
 @cli.command()
-@click.argument("path", type=click.Path(file_okay=False, path_type=Path))
-def migrate(path: Path) -> None:
+@click.argument("path", type=click.Path(file_okay=False, path_type=Path), required=False)
+@click.option(
+    "--encrypt",
+    is_flag=True,
+    help="Rewrite the Neo4j store given by --store in the encrypted layout, so erase can shred it.",
+)
+@click.pass_context
+def migrate(ctx: click.Context, path: Path | None, encrypt: bool) -> None:
     """Convert a graphmem 0.1 store directory (snapshot.json + journal.log) at PATH into the
-    SQLite engine, atomically: the old files are removed only once the new database has committed."""
+    SQLite engine, atomically: the old files are removed only once the new database has committed.
+
+    With --encrypt, rewrite every record of the Neo4j store (--store bolt://…) written before
+    graphmem encrypted stored text; erase is refused on such a store until then. Afterwards
+    let Neo4j rotate its transaction logs (docs/erasure.md)."""
     from graphmem.backends.migrate import migrate_directory
 
+    if encrypt:
+        _encrypt(ctx.find_root())
+        return
+    if path is None:
+        raise click.UsageError("give the store directory PATH to migrate, or --encrypt")
     report = migrate_directory(path)
     if report.already_done:
         click.echo(f"{path} was already migrated; removed the old files left behind")
     else:
         click.echo(f"migrated {path}: {report.batches} batch(es), {report.ops} operation(s)")
+
+
+def _encrypt(root: click.Context) -> None:
+    from graphmem.backends.neo4j import Neo4jBackend
+
+    with _open(root) as store:
+        backend = store.backend
+        if not isinstance(backend, Neo4jBackend):
+            raise click.UsageError("--encrypt applies to a Neo4j store: pass --store bolt://… or neo4j://…")
+        backend.setup()
+        count = backend.encrypt_stored(progress=lambda n: click.echo(f"rewrote {n} record(s)…", err=True))
+    click.echo(
+        f"encrypted {count} record(s); keys in {backend.keys.location}. Erase now shreds them; the "
+        "plaintext they replaced stays in Neo4j's transaction logs until they rotate (docs/erasure.md)"
+    )
 
 
 @cli.command("export")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from graphmem.errors import ContractViolation
 from graphmem.model import Kind, MemoryRecord, Sensitivity, Status, scope_type
+from graphmem.model.erasure import is_tombstone
 
 __all__ = ["check_record", "check_stored"]
 
@@ -25,27 +26,23 @@ def check_record(record: MemoryRecord) -> None:
 
 def check_stored(record: MemoryRecord) -> None:
     """Raise ``ContractViolation`` if ``record`` may not be stored as it is (an import): the
-    write contracts, except that an erased record must be a tombstone — no content, embedding,
-    tags or quotes left, and the tombstone saying when, why and at whose request."""
+    write contracts, except that an erased record must be a tombstone — every field an erase
+    clears (``graphmem.model.erasure``) empty, its sources' quotes gone, and the tombstone
+    saying when, why and at whose request. A tombstone no longer meets its kind's contract
+    (its procedure name or outcome are gone): only its shape is checked."""
     if record.status is not Status.ERASED:
         check_record(record)
         return
-    if (
-        record.content
-        or record.embedding is not None
-        or record.tags
-        or any(s.quote for s in record.sources)
-        or record.tombstone is None
-    ):
+    if not is_tombstone(record):
         raise ContractViolation(
             f"record {record.id!r} is erased but is no tombstone: an erased record keeps no content, "
-            "embedding, tags or quotes, and carries its tombstone",
+            "embedding, tags, outcome, procedure fields, writer or quotes, and carries its tombstone",
             code="bad_tombstone",
         )
-    _check_shape(record)
+    _check_shape(record, kind_rules=False)
 
 
-def _check_shape(record: MemoryRecord) -> None:
+def _check_shape(record: MemoryRecord, *, kind_rules: bool = True) -> None:
     if record.sensitivity is Sensitivity.RESTRICTED:
         raise ContractViolation(
             f"record {record.id!r} is restricted; restricted data is never written to memory — keep a "
@@ -69,7 +66,8 @@ def _check_shape(record: MemoryRecord) -> None:
             f"record {record.id!r}: an embedding must have at least one dimension, or be None",
             code="empty_embedding",
         )
-    _KIND_CHECKS[record.kind](record)
+    if kind_rules:
+        _KIND_CHECKS[record.kind](record)
 
 
 def _working(record: MemoryRecord) -> None:

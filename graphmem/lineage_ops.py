@@ -49,6 +49,7 @@ from graphmem.model import (
     Status,
     Tombstone,
 )
+from graphmem.model.erasure import erase_record, erase_sources
 from graphmem.model.records import new_id
 from graphmem.model.write import WriteReason
 from graphmem.policy.merge import untrusted_promotion
@@ -380,8 +381,11 @@ class LineageOps(StoreCore):
         """Release, revoke or erase a record, a source, or everything applying to a scope, and
         (with ``cascade``) every record that loses its support, in one transaction.
 
-        Erase replaces content, embedding, tags and quotes with a tombstone (who,
-        when, why); the text is then gone from the store's nodes, indexes and files.
+        Erase replaces the record with its tombstone (``graphmem.model.erasure``): id, kind,
+        tenant, scope, times, lineage ids and who asked, when and why; content, embedding,
+        tags, outcome, procedure fields, writer and its sources' quotes are cleared, and the
+        locators and digests of sources no live record cites. The text is then gone from the
+        store's nodes, indexes and files.
         """
         request = check_instance(request, ForgetRequest, "not_a_request", "forget()'s request")
         with bulk():
@@ -470,49 +474,49 @@ class LineageOps(StoreCore):
     ) -> ForgetReport:
         erase = req.mode is ForgetMode.ERASE
         tombstone = Tombstone(at=now, reason=req.reason, requested_by=req.requested_by)
-        source_status = "erased" if erase else "revoked"
         ops: list[Op] = []
         report: list[ForgetEntry] = []
+        plan = [
+            *((r, w, req.mode) for r, w in entries.values()),
+            *((r, w, ForgetMode.ERASE if erase else ForgetMode.REVOKE) for r, w in cascaded),
+        ]
+        gone, orphans = (
+            self._gone_sources(req.tenant, [r for r, _, m in plan if m is ForgetMode.ERASE], dead_sources)
+            if erase
+            else (set(), [])
+        )
 
         def mark_sources(record: MemoryRecord) -> tuple[Any, ...]:
+            if erase:
+                return tuple(
+                    erase_sources((s,), gone=gone, erased=dead_sources)[0] if s.id in dead_sources else s
+                    for s in record.sources
+                )
             return tuple(
-                s.model_copy(update={"status": source_status, "quote": None if erase else s.quote})
-                if s.id in dead_sources
-                else s
+                s.model_copy(update={"status": "revoked"}) if s.id in dead_sources else s
                 for s in record.sources
             )
 
-        for record, why, mode in [
-            *((r, w, req.mode) for r, w in entries.values()),
-            *((r, w, ForgetMode.ERASE if erase else ForgetMode.REVOKE) for r, w in cascaded),
-        ]:
+        for record, why, mode in plan:
             if mode is ForgetMode.ERASE:
-                update: dict[str, Any] = {
-                    "status": Status.ERASED,
-                    "content": "",
-                    "embedding": None,
-                    "tags": (),
-                    "sources": tuple(
-                        s.model_copy(
-                            update={
-                                "quote": None,
-                                "status": source_status if s.id in dead_sources else s.status,
-                            }
-                        )
-                        for s in record.sources
-                    ),
-                    "tombstone": tombstone,
-                }
+                # The update holds only values of the fields' own types, built here: copying is
+                # enough, and re-validating every record made big cascades slow.
+                erased = erase_record(record, tombstone, gone_sources=gone, erased_sources=dead_sources)
+                ops.append(UpdateRecord(record=erased, erase=True))
                 action = "erased"
             else:
                 update = {"status": _STATUS_BY_MODE[mode], "sources": mark_sources(record)}
+                ops.append(UpdateRecord(record=record.model_copy(update=update)))
                 action = "released" if mode is ForgetMode.RELEASE else "revoked"
-            # The update holds only values of the fields' own types, built here: copying is
-            # enough, and re-validating every record made big cascades slow.
-            ops.append(UpdateRecord(record=record.model_copy(update=update)))
             report.append(ForgetEntry(record_id=record.id, action=action, reason=why))
+        for record in orphans:
+            # Erased earlier while another record still cited these sources: now none does.
+            sources = erase_sources(record.sources, gone=gone, erased=dead_sources)
+            ops.append(UpdateRecord(record=record.model_copy(update={"sources": sources}), erase=True))
         for record in kept:
-            ops.append(UpdateRecord(record=record.model_copy(update={"sources": mark_sources(record)})))
+            ops.append(
+                UpdateRecord(record=record.model_copy(update={"sources": mark_sources(record)}), erase=erase)
+            )
             report.append(
                 ForgetEntry(
                     record_id=record.id, action="kept", reason=f"still supported without {req.target}"
@@ -542,6 +546,21 @@ class LineageOps(StoreCore):
             entries=tuple(report),
             erased_sources=tuple(sorted(dead_sources)) if erase else (),
         )
+
+    def _gone_sources(
+        self, tenant: str, erased: list[MemoryRecord], dead_sources: frozenset[str]
+    ) -> tuple[set[str], list[MemoryRecord]]:
+        """The sources of ``erased`` that no live record cites once they are erased (their
+        locators and digests go too), and the records erased earlier that cite them."""
+        ids = {r.id for r in erased}
+        gone = set(dead_sources)
+        orphans: dict[str, MemoryRecord] = {}
+        for sid in sorted({s.id for r in erased for s in r.sources} - gone):
+            citers = self.backend.citing(tenant, sid)
+            if all(c.id in ids or c.status is Status.ERASED for c in citers):
+                gone.add(sid)
+                orphans.update((c.id, c) for c in citers if c.id not in ids)
+        return gone, sorted(orphans.values(), key=lambda r: r.id)
 
     @transactional
     def release_run(

@@ -10,6 +10,7 @@ local launcher; with none of them the Neo4j tests skip loudly, or fail when
 from __future__ import annotations
 
 import os
+import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -25,6 +26,11 @@ from graphmem.testing.neo4j_server import Neo4jTarget, resolve_test_neo4j
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 BACKENDS = ["embedded", "persisted", pytest.param("neo4j", marks=pytest.mark.neo4j)]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The Neo4j backend's data keys go to a key store of this session, never the user's."""
+    os.environ["GRAPHMEM_KEYS"] = str(Path(tempfile.mkdtemp(prefix="graphmem-keys-")) / "keys.sqlite3")
 
 
 def require_neo4j() -> bool:

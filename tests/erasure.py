@@ -42,12 +42,20 @@ def places_holding(store: MemoryStore, tenant: str, text: str) -> list[str]:
                 tenant=tenant,
             ).single()
             phrase = '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-            hits = session.run(
-                "CALL db.index.fulltext.queryNodes('graphmem_memory_content', $q) YIELD node "
-                "WHERE node.tenant = $tenant RETURN count(node) AS c",
-                q=phrase,
-                tenant=tenant,
-            ).single()
+            fulltext = [
+                r["name"]
+                for r in session.run("SHOW FULLTEXT INDEXES YIELD name, labelsOrTypes, entityType")
+                if r["entityType"] == "NODE" and "Memory" in r["labelsOrTypes"]
+            ]
+            hits = None
+            for index in fulltext:  # none since schema 5: the text is encrypted
+                hits = session.run(
+                    "CALL db.index.fulltext.queryNodes($index, $q) YIELD node "
+                    "WHERE node.tenant = $tenant RETURN count(node) AS c",
+                    index=index,
+                    q=phrase,
+                    tenant=tenant,
+                ).single()
         if nodes and nodes["c"]:
             found.append(f"{nodes['c']} neo4j node(s)")
         if rels and rels["c"]:

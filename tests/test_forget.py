@@ -333,3 +333,119 @@ def test_forget_after_supersession_invalidates_what_only_superseded_support_hold
     assert store.explain(_ctx(tenant, 10), "c").reason is None
     edges = [e for e in store.trace(tenant, "c").edges if e.type == "INVALIDATED_BY"]
     assert [(e.dst, e.at) for e in edges] == [("a", T0 + 20 * DAY)]
+
+
+def _procedure(tenant: str, rid: str, mark: str, sources: tuple[Source, ...]) -> MemoryRecord:
+    return MemoryRecord(
+        id=rid,
+        tenant=tenant,
+        kind=Kind.PROCEDURAL,
+        scope="user:alice",
+        content=f"content-{mark}",
+        valid_from=T0,
+        outcome="verified-success",
+        writer=f"writer-{mark}",
+        procedure_name=f"procname-{mark}",
+        procedure_version=f"procver-{mark}",
+        preconditions=(f"precond-{mark}",),
+        tags=(f"tagmark-{mark}", f"subject:user:alice/subj-{mark}"),
+        sources=sources,
+    )
+
+
+def _src(sid: str, mark: str) -> Source:
+    return Source(
+        id=sid,
+        type="message",
+        trust=Trust.TRUSTED,
+        locator=f"mailto:loc-{mark}@example.com?subject=divorce",
+        quote=f"quote-{mark}",
+        digest=f"digest-{mark}",
+    )
+
+
+def _markers(mark: str) -> list[str]:
+    """The texts an erase removes everywhere. The writer leaves the tombstone but stays the
+    actor of the audit log's "added" event: actors are principals, kept for accountability."""
+    fields = ("content", "procname", "procver", "precond", "tagmark", "subj", "loc", "quote")
+    return [f"{f}-{mark}" for f in fields] + [f"digest-{mark}"]
+
+
+def test_a_tombstone_keeps_no_field_that_carries_text(store: MemoryStore, tenant: str) -> None:
+    mark = f"M{tenant[-8:]}"
+    store.add(_procedure(tenant, "p1", mark, (_src("s1", mark),)))
+    store.forget(
+        ForgetRequest(tenant=tenant, target="p1", mode=ForgetMode.ERASE, reason="GDPR", requested_by="dpo")
+    )
+    for text in _markers(mark):
+        assert places_holding(store, tenant, text) == [], text
+    stone = store.get(tenant, "p1")
+    assert stone is not None
+    assert stone.status is Status.ERASED
+    assert f"writer-{mark}" not in stone.model_dump_json()
+    assert (stone.kind, stone.scope, stone.valid_from) == (Kind.PROCEDURAL, "user:alice", T0)
+    assert [(s.id, s.status, s.locator, s.digest) for s in stone.sources] == [("s1", "active", None, None)]
+
+
+def test_a_shared_source_keeps_its_locator_until_its_last_citer_is_erased(
+    store: MemoryStore, tenant: str
+) -> None:
+    mark = f"S{tenant[-8:]}"
+    shared = _src("s1", mark)
+    store.add_many(
+        [
+            _episode(tenant, "a", "first episode", (shared,)),
+            _episode(tenant, "b", "second episode", (shared,)),
+        ]
+    )
+    erase = {"mode": ForgetMode.ERASE, "reason": "r", "requested_by": "u", "target_type": "record"}
+    store.forget(ForgetRequest(tenant=tenant, target="a", **erase))  # type: ignore[arg-type]
+    b = store.get(tenant, "b")
+    assert b is not None
+    assert b.sources[0].locator == shared.locator
+    assert store.get(tenant, "a").sources[0].quote is None  # type: ignore[union-attr]
+    store.forget(ForgetRequest(tenant=tenant, target="b", **erase))  # type: ignore[arg-type]
+    for text in (f"loc-{mark}", f"digest-{mark}", f"quote-{mark}"):
+        assert places_holding(store, tenant, text) == [], text
+
+
+def test_erasing_a_source_clears_its_locator_from_the_records_it_no_longer_supports(
+    store: MemoryStore, tenant: str
+) -> None:
+    mark = f"X{tenant[-8:]}"
+    store.add_many(
+        [
+            _episode(tenant, "a", "only cites s1", (_src("s1", mark),)),
+            _episode(tenant, "b", "cites both", (_src("s1", mark), _msg("s2", "other evidence"))),
+        ]
+    )
+    report = store.forget(
+        ForgetRequest(tenant=tenant, target="s1", mode=ForgetMode.ERASE, reason="r", requested_by="u")
+    )
+    assert {e.record_id: e.action for e in report.entries} == {"a": "erased", "b": "kept"}
+    for text in (f"loc-{mark}", f"digest-{mark}", f"quote-{mark}"):
+        assert places_holding(store, tenant, text) == [], text
+    b = store.get(tenant, "b")
+    assert b is not None
+    assert [(s.id, s.status, s.locator) for s in b.sources] == [
+        ("s1", "erased", None),
+        ("s2", "active", None),
+    ]
+
+
+def test_revoke_keeps_the_text_for_audit_and_an_erase_then_removes_it(
+    store: MemoryStore, tenant: str
+) -> None:
+    mark = f"R{tenant[-8:]}"
+    store.add(_procedure(tenant, "p1", mark, (_src("s1", mark),)))
+    revoke = ForgetRequest(tenant=tenant, target="p1", mode=ForgetMode.REVOKE, reason="r", requested_by="u")
+    store.forget(revoke)
+    revoked = store.get(tenant, "p1")
+    assert revoked is not None
+    assert revoked.status is Status.REVOKED
+    assert revoked.content == f"content-{mark}"
+    assert revoked.sources[0].quote == f"quote-{mark}"
+    report = store.forget(revoke.model_copy(update={"mode": ForgetMode.ERASE}))
+    assert [(e.record_id, e.action) for e in report.entries] == [("p1", "erased")]
+    for text in _markers(mark):
+        assert places_holding(store, tenant, text) == [], text

@@ -658,6 +658,8 @@ def test_scope_names_round_trip_and_are_valid() -> None:
     check()
     long = ("x" * 150, "y/" * 40)
     assert namespace_scope(long).startswith("ns:langgraph.h/")
+    # A namespace naming a person by address is hashed too: scope keys stay on tombstones.
+    assert namespace_scope(("users", "alice@example.com")).startswith("ns:langgraph.h/")
     assert namespace_scope(long) != namespace_scope(("x" * 150, "y/" * 41))
 
 

@@ -72,7 +72,9 @@ def neo4j_store_target(neo4j_target: Any, neo4j_driver: Any) -> Target:
 
 
 def server_params(target: Target, tenant: str, *extra: str) -> StdioServerParameters:
-    env = {k: v for k, v in os.environ.items() if k in ("PYTHONPATH", "GRAPHMEM_NEO4J_CACHE")}
+    env = {
+        k: v for k, v in os.environ.items() if k in ("PYTHONPATH", "GRAPHMEM_NEO4J_CACHE", "GRAPHMEM_KEYS")
+    }
     return StdioServerParameters(
         command=sys.executable,
         args=[
@@ -263,7 +265,7 @@ def run_lifecycle(target: Target, tenant: str, errlog: Path) -> None:
         assert erased is not None
         assert erased.status is Status.ERASED
         assert erased.content == ""
-        assert erased.writer == PRINCIPAL
+        assert erased.writer is None  # a tombstone keeps no writer (graphmem.model.erasure)
         assert erased.tombstone is not None
         assert erased.tombstone.requested_by == PRINCIPAL
         # The agent's claim that its sources are trustworthy is never taken: the server stamps trust.

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import json
+from array import array
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -34,6 +35,8 @@ from graphmem import (
 )
 from graphmem.backends.cypher import cypher, statements
 from graphmem.backends.neo4j import RECORD_ROW, Neo4jBackend, fingerprint_tokens, micros, record_of
+from graphmem.backends.neo4j_crypt import seal, unseal
+from graphmem.model.erasure import erase_record
 from graphmem.testing.neo4j_server import Neo4jTarget
 
 pytestmark = pytest.mark.neo4j
@@ -94,35 +97,47 @@ def _procedure(tenant: str) -> MemoryRecord:
 def test_node_properties_are_the_records_fields(
     neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str
 ) -> None:
-    record = _store(neo4j_driver, neo4j_target).add(_procedure(tenant))
+    """Ids, times, codes and numbers in clear; text sealed under the record's data key or
+    (what queries match on) keyed tokens; outcome, writer and procedure name and version
+    only in the sealed JSON; ``json`` is the record as its tombstone would keep it."""
+    store = _store(neo4j_driver, neo4j_target)
+    record = store.add(_procedure(tenant))
     node = _node(neo4j_driver, tenant, record.id)
+    crypt = store.backend._crypt  # type: ignore[attr-defined]
+    key = crypt.keys.keys(tenant, "record", [record.id], create=False)[record.id]
+    aad = f"graphmem/record/{tenant}/{record.id}".encode()
+    shell = erase_record(
+        record, Tombstone(at=T0, reason="-", requested_by="-"), gone_sources={"runbook-7"}
+    ).model_dump_json(exclude={"status", "tombstone"})
     expected: dict[str, Any] = {
         "tenant": tenant,
         "id": record.id,
         "kind": "procedural",
         "scope": "system:gateway",
-        "content": record.content,
-        "content_hash": record.content_hash,
+        "content": seal(key, aad + b"/content", record.content.encode()),
+        "content_hash": crypt.token(tenant, record.content_hash),
         "status": "active",
         "policy": "default",
         "sensitivity": "confidential",
         "confidence": 0.75,
-        "outcome": "verified-success",
-        "writer": "ops-agent",
-        "procedure_name": "capture-retry",
-        "procedure_version": "2",
-        "preconditions": ["gateway-v2", "idempotency"],
-        "tags": ["payments", "retry"],
-        "embedding": [0.25, -0.5, 1.0],
+        "preconditions": crypt.tokens(tenant, ["gateway-v2", "idempotency"]),
+        "tags": crypt.tokens(tenant, ["payments", "retry"]),
+        "embedding": seal(key, aad + b"/embedding", array("d", [0.25, -0.5, 1.0]).tobytes()),
         "created_at": micros(record.created_at),
         "event_time": micros(record.event_time),
         "valid_from": micros(record.valid_from),
         "valid_to": micros(record.valid_to),
         "expires_at": micros(record.expires_at),
         "fingerprint": record.fingerprint(),
-        "json": record.model_dump_json(exclude={"status", "tombstone"}),
+        "json": shell,
+        "sealed": seal(key, aad, record.model_dump_json(exclude={"status", "tombstone"}).encode()),
         "labels": ["Memory", "Procedural"],
     }
+    assert unseal(key, aad, node["sealed"]).decode() == record.model_dump_json(
+        exclude={"status", "tombstone"}
+    )
+    for text in ("retry the capture", "ops-agent", "capture-retry", "gateway-v2", "payments", "step 3"):
+        assert all(text not in str(v) for v in node.values()), text
     gate = {
         "tenant": tenant,
         "scope": "system:gateway",
@@ -143,7 +158,8 @@ def test_node_properties_are_the_records_fields(
         ],
     }
     assert node == {**expected, "edges": [gate]}
-    assert {k for k in RECORD_ROW if k not in ("gate", "sources", "tombstone")} <= set(expected)
+    hidden = {"gate", "sources", "tombstone", "outcome", "writer", "procedure_name", "procedure_version"}
+    assert {k for k in RECORD_ROW if k not in hidden} <= set(expected)
 
 
 def test_gate_list_follows_supersession_invalidation_and_forgetting(

@@ -246,16 +246,37 @@ def _raw_hits(path: Path, marker: str) -> list[str]:
 
 
 def test_erased_text_is_in_no_page_and_no_wal_frame(tmp_path: Path, tenant: str) -> None:
-    """Random writes and erases; after each erase returns, its markers are in no byte of any file,
-    while a second store holds the database open (so the WAL is live, not deleted at close)."""
+    """Random writes and erases; after each erase returns, its markers (content, quotes, tags,
+    subject tags, outcome label, locators, digests, procedure fields) are in no byte of any
+    file — database, -wal, -shm — while a second store holds the database open (so the WAL is
+    live, not deleted at close)."""
     path = tmp_path / "memdir"
     rng = random.Random(7)
     with MemoryStore.embedded(path) as store, MemoryStore.embedded(path) as reader:
         live: list[str] = []
         for step in range(40):
-            rid = f"m{step}"
+            rid = f"m{step:02d}"  # no id is a prefix of another
             text = f"secret-{rid}-{rng.randrange(10**9)} " + "filler words " * rng.randint(1, 400)
-            store.add(_episode(tenant, rid, text, tags=(f"tag-{rid}",)))
+            store.add(
+                _episode(
+                    tenant,
+                    rid,
+                    text,
+                    tags=(f"tag-{rid}", f"subject:case:c1/subj-{rid}"),
+                    outcome=f"failure-{rid}-label",
+                    procedure_name=f"pname-{rid}",
+                    procedure_version=f"pver-{rid}",
+                    preconditions=(f"precond-{rid}",),
+                    sources=(
+                        Source(
+                            id=f"src-{rid}",
+                            quote=f"quote of {text}",
+                            locator=f"mailto:loc-{rid}@example.com?subject=divorce",
+                            digest=f"digest-{rid}",
+                        ),
+                    ),
+                )
+            )
             live.append(rid)
             reader.backend.all_records(tenant)
             if rng.random() < 0.5:
@@ -268,7 +289,8 @@ def test_erased_text_is_in_no_page_and_no_wal_frame(tmp_path: Path, tenant: str)
                 )
                 assert _raw_hits(path, marker) == [], f"step {step}: {marker} still on disk"
                 assert _raw_hits(path, f"quote of {marker}") == []
-                assert _raw_hits(path, f"tag-{victim}") == []
+                for field in ("tag", "subj", "pname", "pver", "precond", "loc", "digest", "failure"):
+                    assert _raw_hits(path, f"{field}-{victim}") == [], f"{field} of {victim} on disk"
 
 
 def _erase_then_die(path: Path, tenant: str, rid: str) -> None:

@@ -55,6 +55,9 @@ class UpdateRecord(GraphmemModel):
 
     op: Literal["update_record"] = "update_record"
     record: MemoryRecord
+    #: Part of an erase: before applying it the backend removes what would keep the erased
+    #: text readable (on Neo4j, the data keys).
+    erase: bool = False
 
 
 class ScopeWithin(GraphmemModel):

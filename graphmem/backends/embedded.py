@@ -892,6 +892,15 @@ class EmbeddedBackend:
             events = [e for e in events if e.at >= since]
         return events
 
+    def erasure_guarantee(self) -> str:
+        """What an erase guarantees on this backend, for reports."""
+        if self.directory is None:
+            return "in memory: nothing is persisted; the erased text is gone from the database image"
+        return (
+            "storage-level: the erased text is in no page and no WAL frame of the database files "
+            "(secure delete, then a WAL checkpoint in TRUNCATE mode)"
+        )
+
     def check(self) -> list[str]:
         """SQLite's integrity check, then graphmem's own invariants (``sqlite_check``): one line
         per violation, [] when the store is sound."""

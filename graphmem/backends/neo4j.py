@@ -39,7 +39,9 @@ from graphmem.backends.base import (
     UpdateRecord,
 )
 from graphmem.backends.cypher import cypher, statements
+from graphmem.backends.keystore import KeyStore, SqliteKeyStore
 from graphmem.backends.neo4j_cache import DocCache, GateMemo, Memo, fingerprint_tokens
+from graphmem.backends.neo4j_crypt import Crypt
 from graphmem.backends.neo4j_rows import (
     KINDS,
     RECORD_ROW,
@@ -51,10 +53,15 @@ from graphmem.backends.neo4j_rows import (
     op_row,
     record_of,
     send_ops,
-    source_of,
 )
 from graphmem.backends.recall_log import RecallLog
-from graphmem.errors import BackendUnavailable, ConflictError, GraphmemError, TransactionConflict
+from graphmem.errors import (
+    BackendUnavailable,
+    ConflictError,
+    ContractViolation,
+    GraphmemError,
+    TransactionConflict,
+)
 from graphmem.gated import Verdicts, ViewGate
 from graphmem.model import AuditEvent, DropReason, MemoryRecord, ReadContext, Source, Status
 
@@ -68,7 +75,7 @@ __all__ = [
     "record_of",
 ]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 #: Records whose text (content, embedding) a backend keeps for ranking, by default.
 DOC_CACHE = 200_000
 _REASONS: dict[str, DropReason | None] = {"": None, **{r.value: r for r in DropReason}}
@@ -123,8 +130,14 @@ class Neo4jBackend:
         uri: str = "",
         doc_cache: int = DOC_CACHE,
         recall_audit_delay: float = 0.05,
+        keys: KeyStore | None = None,
     ) -> None:
         self.driver = driver
+        #: Where the data keys of the stored text live (``graphmem.backends.keystore``):
+        #: every client of one deployment must share it.
+        self.keys: KeyStore = SqliteKeyStore() if keys is None else keys
+        self._owns_keys = keys is None
+        self._crypt = Crypt(self.keys)
         self.database = database
         self.uri = uri
         self._owns_driver = False
@@ -148,6 +161,7 @@ class Neo4jBackend:
         driver: neo4j.Driver | None = None,
         connection_timeout: float = 10.0,
         doc_cache: int = DOC_CACHE,
+        keys: KeyStore | None = None,
     ) -> Neo4jBackend:
         """Open a driver (unless one is given) and check the server answers."""
         owns = driver is None
@@ -168,7 +182,7 @@ class Neo4jBackend:
                 f"cannot reach Neo4j at {uri}: {err}. Check that the server is running and "
                 "that the URI, credentials and database are right (bolt://host:7687 or neo4j://host:7687)."
             ) from err
-        backend = cls(driver, database=database, uri=uri, doc_cache=doc_cache)
+        backend = cls(driver, database=database, uri=uri, doc_cache=doc_cache, keys=keys)
         backend._owns_driver = owns
         try:
             backend._read("ping")
@@ -303,6 +317,51 @@ class Neo4jBackend:
         version = rows[0]["version"] if rows else None
         return 0 if version is None else int(version)
 
+    def plaintext(self) -> bool:
+        """Whether records written before encryption (schema 5) are still stored: until
+        ``graphmem migrate --encrypt`` rewrote them, erase is refused (``plaintext_store``)."""
+        rows = self._read("schema_version")
+        return bool(rows and rows[0]["plaintext"])
+
+    def encrypt_stored(self, batch: int = 2000, progress: Callable[[int], None] | None = None) -> int:
+        """Rewrite every record written before encryption in the encrypted layout (``graphmem
+        migrate --encrypt``), then mark the store encrypted; idempotent, resumable. Returns
+        how many records were rewritten. The plaintext they replaced stays in Neo4j's
+        transaction logs and freed store records until those are rotated and reused
+        (docs/erasure.md says how to make sure)."""
+        self._require_schema()
+        done = 0
+        while True:
+            pairs = self._read("plaintext_records", limit=batch)[0]["ids"]
+            if not pairs:
+                break
+            by_tenant: dict[str, list[str]] = {}
+            for tenant, rid in pairs:
+                by_tenant.setdefault(tenant, []).append(rid)
+            for tenant, ids in sorted(by_tenant.items()):
+                ops: list[Op] = [PutRecord(record=r, replace=True) for r in self.get_many(tenant, ids)]
+
+                def work(tx: neo4j.ManagedTransaction, ops: list[Op] = ops, tenant: str = tenant) -> None:
+                    _lock(tx, [tenant])
+                    send_ops(tx, ops, self._crypt)
+
+                self._run(work, write=True)
+                self._drop_held((tenant, rid) for rid in ids)
+                done += len(ops)
+            if progress is not None:
+                progress(done)
+        self._write_one(cypher("clear_plaintext_sources"), {})
+        self._write_one(cypher("schema_encrypted"), {"at": micros(datetime.now(UTC))})
+        return done
+
+    def erasure_guarantee(self) -> str:
+        """What an erase guarantees on this backend, for reports."""
+        return (
+            "crypto-shredded: the erased records' and sources' data keys are deleted from the key "
+            f"store {self.keys.location}; what Neo4j keeps of them in its store files and "
+            "transaction logs is ciphertext no key can open"
+        )
+
     def _require_schema(self, *, indexed: bool = False) -> None:
         """Refuse to read or write a store whose schema this version of graphmem does not know.
 
@@ -381,6 +440,7 @@ class Neo4jBackend:
         touch is taken first."""
         self._require_schema()
         written = [(op.record.tenant, op.record.id) for op in ops if isinstance(op, PutRecord | UpdateRecord)]
+        self._shred(ops)
         # Before the write, so no reader can keep text this write replaces (an erasure);
         # again once it is committed (see DocCache.put_many).
         self._drop_held(written)
@@ -388,15 +448,38 @@ class Neo4jBackend:
         open_ = self._open()
         if open_ is not None:
             open_.written += written
-            self._within(open_, tenants, lambda tx: send_ops(tx, ops), True)
+            self._within(open_, tenants, lambda tx: send_ops(tx, ops, self._crypt), True)
             return
 
         def work(tx: neo4j.ManagedTransaction) -> None:
             _lock(tx, tenants)
-            send_ops(tx, ops)
+            send_ops(tx, ops, self._crypt)
 
         self._run(work, write=True)
         self._drop_held(written)
+
+    def _shred(self, ops: Sequence[Op]) -> None:
+        """An erase deletes the data keys first, then updates the graph: a crash in between
+        leaves the records unreadable, which is erased, never readable. Refused while
+        records written before encryption are stored: deleting keys would not erase them.
+        (A tombstone an import puts in place of a record loses its keys too.)"""
+        erasing = [op.record for op in ops if isinstance(op, UpdateRecord) and op.erase]
+        if erasing and self.plaintext():
+            raise ContractViolation(
+                f"the Neo4j store at {self.uri or 'this URI'} holds records written before graphmem "
+                "encrypted stored text, so deleting data keys cannot erase them from the server's "
+                "files; run `graphmem migrate --encrypt` once, let Neo4j rotate its transaction "
+                "logs (docs/erasure.md), then erase again. Nothing was changed",
+                code="plaintext_store",
+            )
+        erasing += [
+            op.record for op in ops if isinstance(op, PutRecord) and op.record.status is Status.ERASED
+        ]
+        by_tenant: dict[str, list[MemoryRecord]] = {}
+        for record in erasing:
+            by_tenant.setdefault(record.tenant, []).append(record)
+        for tenant, records in by_tenant.items():
+            self._crypt.shred(tenant, records)
 
     def _drop_held(self, written: Iterable[tuple[str, str]]) -> None:
         """Forget what the document cache and the gate memos hold of these records."""
@@ -536,7 +619,7 @@ class Neo4jBackend:
             statuses=STATUSES,
             now=micros(ctx.now),
             clearance_rank=ctx.clearance.rank,
-            environment=list(ctx.environment),
+            environment=[*ctx.environment, *self._crypt.tokens(ctx.tenant, ctx.environment)],
             fingerprints=fingerprints,
             with_content=with_content,
         )[0]
@@ -574,10 +657,20 @@ class Neo4jBackend:
                 ids=[ids[k] for k in wanted],
                 texts=[survivor[k] for k in wanted],
             )[0]["docs"]
+            opened = self._crypt.docs(
+                tenant, [(row[0], row[2], row[3]) for row in fetched if row[2] is not None]
+            )
+            fetched = [
+                row if row[0] not in opened else [row[0], row[1], *(opened[row[0]] or (None, None))]
+                for row in fetched
+            ]
             found = {row[0]: row for row in fetched}
             for k in wanted:
                 row = found.get(ids[k])
                 if row is None or fingerprint_tokens(row[1]) != (first[k], second[k]):
+                    return self._gate_with_content(ctx)
+                if survivor[k] and opened.get(row[0], ...) is None:
+                    # Its key is gone (an erase that had not updated the graph yet): erased.
                     return self._gate_with_content(ctx)
                 fingerprints[k] = row[1]
                 if survivor[k]:
@@ -598,20 +691,33 @@ class Neo4jBackend:
         """The gate with every fingerprint and survivor's text from the server (a record
         changed mid-read)."""
         gated = self._gate(ctx, None, fingerprints=True, with_content=True)
-        verdicts = _verdicts(gated["ids"], gated["fingerprints"], gated["reasons"])
+        reasons: list[str] = list(gated["reasons"])
+        alive_ids = [rid for rid, r in zip(gated["ids"], reasons, strict=True) if not r]
+        docs = {rid: doc for rid, doc in zip(alive_ids, gated["docs"], strict=True)}
+        opened = self._crypt.docs(ctx.tenant, [(rid, c, e) for rid, (c, e) in docs.items()])
+        recency = dict(zip(alive_ids, gated["recency"], strict=True))
+        for k, rid in enumerate(gated["ids"]):
+            if not reasons[k] and opened[rid] is None:
+                reasons[k] = DropReason.ERASED.value  # its key is gone: erased, never readable
+        verdicts = _verdicts(gated["ids"], gated["fingerprints"], reasons)
         alive = [(rid, fp) for rid, fp, r in verdicts if r is None]
         self._gated.fingerprints = dict(alive)
-        survivors = [
-            (rid, content, at / 1_000_000, None if embedding is None else tuple(embedding))
-            for (rid, _), at, (content, embedding) in zip(alive, gated["recency"], gated["docs"], strict=True)
-        ]
+        survivors = []
+        for rid, _ in alive:
+            content, embedding = opened[rid] or ("", None)
+            survivors.append((rid, content, recency[rid] / 1_000_000, embedding))
         return ViewGate(Verdicts.of_rows(verdicts, survivors))
 
     def gate_one(self, ctx: ReadContext, record_id: str) -> tuple[str, DropReason | None] | None:
         gated = self._gate(ctx, record_id, fingerprints=True, with_content=False)
         if not gated["ids"]:
             return None
-        return gated["fingerprints"][0], _REASONS[gated["reasons"][0]]
+        reason = _REASONS[gated["reasons"][0]]
+        if reason is None:
+            record = self.get(ctx.tenant, record_id)
+            if record is None or record.status is Status.ERASED:
+                reason = DropReason.ERASED  # its key is gone: erased, never readable
+        return gated["fingerprints"][0], reason
 
     def recalled(
         self, tenant: str, record_ids: Sequence[str], audit: AuditEvent | None, *, sync: bool = False
@@ -637,10 +743,19 @@ class Neo4jBackend:
                 raise TransactionConflict(
                     f"a record recall selected in tenant {tenant!r} changed before it was read; recall again"
                 )
-            for text, status, tombstone, fingerprint in found["records"]:
-                record = record_of((text, status, tombstone))
+            rows = found["records"]
+            records = self._crypt.records(tenant, rows)
+            if any(r.status is not Status.ACTIVE for r in records):
+                # Only active records pass the gate. This one was erased (its key deleted, or
+                # its node rewritten while the gate read it at read committed) or otherwise
+                # forgotten since: the selection is stale.
+                raise TransactionConflict(
+                    f"a record recall selected in tenant {tenant!r} was forgotten before it was read; "
+                    "recall again"
+                )
+            for row, record in zip(rows, records, strict=True):
                 held[record.id] = record
-                self._docs.put_record(tenant, fingerprint, record)
+                self._docs.put_record(tenant, row[5], record)
         if audit is not None:
             if sync:
                 self._append_recalls([audit])
@@ -662,16 +777,17 @@ class Neo4jBackend:
 
     def _records(self, name: str, **params: Any) -> list[MemoryRecord]:
         """The records a one-row read collects (a row per record costs the driver more than the data)."""
-        return [record_of(stored) for stored in self._read(name, **params)[0]["records"]]
+        return self._crypt.records(params["tenant"], self._read(name, **params)[0]["records"])
 
     def records_with_status(self, tenant: str, statuses: Sequence[Status]) -> list[MemoryRecord]:
         return self._records("records_with_status", tenant=tenant, statuses=[s.value for s in statuses])
 
     def by_content_hash(self, tenant: str, content_hash: str) -> list[MemoryRecord]:
-        return self._records("by_content_hash", tenant=tenant, content_hash=content_hash)
+        hashes = self._crypt.lookup(tenant, content_hash)
+        return self._records("by_content_hash", tenant=tenant, content_hashes=hashes)
 
     def with_tag(self, tenant: str, tag: str) -> list[MemoryRecord]:
-        return self._records("with_tag", tenant=tenant, tag=tag)
+        return self._records("with_tag", tenant=tenant, tags=self._crypt.lookup(tenant, tag))
 
     def with_id_prefix(self, tenant: str, prefix: str) -> list[MemoryRecord]:
         return self._records("with_id_prefix", tenant=tenant, prefix=prefix)
@@ -694,7 +810,7 @@ class Neo4jBackend:
 
     def source(self, tenant: str, source_id: str) -> Source | None:
         rows = self._read("get_source", tenant=tenant, id=source_id)
-        return source_of(rows[0]["source"]) if rows else None
+        return self._crypt.source(tenant, rows[0]["source"]) if rows else None
 
     def downstream(self, tenant: str, record_ids: Sequence[str]) -> list[Dependent]:
         return self._dependents("downstream", tenant, record_ids)
@@ -704,15 +820,16 @@ class Neo4jBackend:
 
     def _dependents(self, name: str, tenant: str, record_ids: Sequence[str]) -> list[Dependent]:
         found = self._read(name, tenant=tenant, ids=list(record_ids))[0]["dependents"]
+        records = self._crypt.records(tenant, [stored for stored, _ in found])
         return [
             Dependent(
-                record_of(stored),
+                record,
                 tuple(
                     ParentState(pid, Status(status), from_micros(sup), from_micros(inv))
                     for pid, status, sup, inv in parents
                 ),
             )
-            for stored, parents in found
+            for record, (_, parents) in zip(records, found, strict=True)
         ]
 
     def related_scopes(self, tenant: str, anchor: str, via: Sequence[str], hops: int) -> set[str]:
@@ -747,10 +864,10 @@ class Neo4jBackend:
             if row["type"] == "DERIVED_FROM" and row["dst"] not in upstream:
                 continue
             if row["memory"] is not None:
-                other = record_of(row["memory"])
+                other = self._crypt.records(tenant, [row["memory"]])[0]
                 memories[other.id] = other
             if row["source"] is not None:
-                source = source_of(row["source"])
+                source = self._crypt.source(tenant, row["source"])
                 sources[source.id] = source
             edges.add(
                 LineageEdgeRow(row["src"], row["dst"], row["type"], from_micros(row["at"]), row["reason"])
@@ -804,5 +921,7 @@ class Neo4jBackend:
             self._recalls.close()
         self._docs.clear()
         self._memo.clear()
+        if self._owns_keys:
+            self.keys.close()
         if self._owns_driver:
             self.driver.close()

@@ -28,6 +28,7 @@ from graphmem.backends.base import (
 )
 from graphmem.backends.cypher import statements
 from graphmem.backends.neo4j_cache import fingerprint_tokens
+from graphmem.backends.neo4j_crypt import Crypt, SealedRecord
 from graphmem.errors import GraphmemError, LineageError
 from graphmem.gate import validity_window
 from graphmem.model import Kind, MemoryRecord, Source, Status, Tombstone, scope_type
@@ -88,6 +89,7 @@ RECORD_ROW = (
     "tombstone",
     "gate",
     "sources",
+    "sealed",
 )
 #: Statuses by the code the gate list holds for them (0 = active).
 STATUSES = [status.value for status in Status]
@@ -160,58 +162,62 @@ def record_of(stored: Sequence[Any]) -> MemoryRecord:
     return record.model_copy(update=update)
 
 
-def _sources(sources: Iterable[Source]) -> list[dict[str, Any]]:
-    # Quotes live only in the records that carry them, so erasing a record erases its quotes.
-    return [s.model_dump(mode="json", exclude={"quote"}) for s in sources]
-
-
-def _record_row(record: MemoryRecord) -> list[Any]:
-    """A record as the list ``RECORD_ROW`` lays out."""
-    text, fingerprint, tombstone = _stored(record)
+def _record_row(record: MemoryRecord, sealed: SealedRecord) -> list[Any]:
+    """A record as the list ``RECORD_ROW`` lays out. Text-bearing values are sealed
+    (``graphmem.backends.neo4j_crypt``); outcome, writer and procedure name and version are
+    only in the sealed JSON, so their node properties are null."""
+    _, fingerprint, tombstone = _stored(record)
     return [
         record.id,
         record.kind.value,
         record.scope,
-        record.content,
-        record.content_hash,
+        sealed.content,
+        sealed.content_hash,
         record.status.value,
         record.policy,
         record.sensitivity.value,
         record.confidence,
-        record.outcome,
-        record.writer,
-        record.procedure_name,
-        record.procedure_version,
-        list(record.preconditions),
-        list(record.tags),
-        None if record.embedding is None else list(record.embedding),
+        None,
+        None,
+        None,
+        None,
+        sealed.preconditions,
+        sealed.tags,
+        sealed.embedding,
         micros(record.created_at),
         micros(record.event_time),
         micros(record.valid_from),
         micros(record.valid_to),
         micros(record.expires_at),
         fingerprint,
-        text,
+        sealed.json,
         tombstone,
         _gate_list(record, fingerprint),
-        _sources(record.sources),
+        sealed.sources,
+        sealed.sealed,
     ]
 
 
-def _update_row(record: MemoryRecord) -> list[Any]:
-    """What an UpdateRecord may change: status, and what erasure removes (update_records.cypher)."""
-    text, fingerprint, tombstone = _stored(record)
+def _update_row(record: MemoryRecord, sealed: SealedRecord) -> list[Any]:
+    """What an UpdateRecord may change: status, and what an erase clears (update_records.cypher)."""
+    _, fingerprint, tombstone = _stored(record)
     return [
         record.id,
         record.status.value,
         tombstone,
-        record.content,
-        record.content_hash,
-        None if record.embedding is None else list(record.embedding),
-        list(record.tags),
+        sealed.content,
+        sealed.content_hash,
+        sealed.embedding,
+        sealed.tags,
         fingerprint,
-        text,
+        sealed.json,
         _gate_list(record, fingerprint),
+        None,
+        None,
+        None,
+        None,
+        sealed.preconditions,
+        sealed.sealed,
     ]
 
 
@@ -261,24 +267,25 @@ def op_row(op: Op) -> tuple[str, str, Any]:
     raise GraphmemError(f"unknown operation {op!r}", code="unknown_operation")
 
 
-def _chunk_params(name: str, rows: list[Any]) -> Iterator[dict[str, Any]]:
+def _chunk_params(name: str, tenant: str, rows: list[Any], crypt: Crypt) -> Iterator[dict[str, Any]]:
     """The parameters of each chunk of one statement group, at most ``_BATCH`` rows each."""
     for i in range(0, len(rows), _BATCH):
         chunk = rows[i : i + _BATCH]
         if name in ("create_records", "put_records"):
             groups: dict[str, list[Any]] = {}
-            for record in chunk:
+            for record, sealed in zip(chunk, crypt.seal_records(tenant, chunk), strict=True):
                 group = groups.get(record.scope)
                 if group is None:
                     group = groups[record.scope] = [record.scope, scope_type(record.scope), []]
-                group[2].append(_record_row(record))
+                group[2].append(_record_row(record, sealed))
             lineage = [[r.id, parent] for r in chunk for parent in r.derived_from]
             yield {"groups": list(groups.values()), "lineage": lineage}
         elif name == "update_records":
+            sealed_rows = crypt.seal_records(tenant, chunk)
             yield {
-                "rows": [_update_row(record) for record in chunk],
+                "rows": [_update_row(r, sealed) for r, sealed in zip(chunk, sealed_rows, strict=True)],
                 # One update per source: records citing the same source carry the same state.
-                "sources": _sources({s.id: s for record in chunk for s in record.sources}.values()),
+                "sources": list({p["id"]: p for sealed in sealed_rows for p in sealed.sources}.values()),
             }
         else:
             yield {"rows": chunk}
@@ -313,10 +320,11 @@ def _refuse(name: str, tenant: str, rows: list[neo4j.Record]) -> None:
     )
 
 
-def send_ops(tx: Tx, ops: Sequence[Op]) -> None:
+def send_ops(tx: Tx, ops: Sequence[Op], crypt: Crypt) -> None:
     """Run ``ops`` in ``tx``, in order, consecutive ops of one statement file and tenant as
-    one group in chunks of ``_BATCH`` rows. Raises ``LineageError`` for an edge the
-    database refuses (its transaction must then be rolled back)."""
+    one group in chunks of ``_BATCH`` rows, text sealed by ``crypt``. Raises
+    ``LineageError`` for an edge the database refuses (its transaction must then be rolled
+    back)."""
     groups: list[tuple[str, str, list[Any]]] = []
     for op in ops:
         name, tenant, row = op_row(op)
@@ -350,7 +358,7 @@ def send_ops(tx: Tx, ops: Sequence[Op]) -> None:
         # edges) may need nodes from any chunk of its first.
         first, *rest = statements(name)
         built = []
-        for params in _chunk_params(name, rows):
+        for params in _chunk_params(name, tenant, rows, crypt):
             built.append(params)
             send(name, first, tenant, params)
         for query in rest:

@@ -131,6 +131,7 @@ from graphmem.model import (
     Source,
     Status,
 )
+from graphmem.model.base import holds_personal_data
 from graphmem.model.canonical import canonical_json
 from graphmem.store import MemoryStore
 
@@ -156,7 +157,13 @@ def _escape(label: str) -> str:
 def namespace_scope(namespace: Namespace) -> str:
     """The graphmem scope a LangGraph namespace maps to (``()`` is the root ``ns:langgraph``)."""
     name = "/".join(["langgraph", *(_escape(label) for label in namespace)])
-    if len(name) > _MAX_NAME:
+    # A namespace naming a person by address (("users", "alice@example.com")) must not become
+    # a scope key, which tombstones keep: hashed, it lives only in its records (erasable).
+    if (
+        len(name) > _MAX_NAME
+        or holds_personal_data(f"ns:{name}")
+        or holds_personal_data("ns:" + "/".join(namespace))
+    ):
         digest = hashlib.sha256(canonical_json(list(namespace)).encode()).hexdigest()
         return f"{ROOT_SCOPE}.h/{digest}"
     return f"ns:{name}"

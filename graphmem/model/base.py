@@ -18,12 +18,18 @@ __all__ = [
     "Identifier",
     "ScopeKey",
     "Tenant",
+    "holds_personal_data",
     "scope_type",
     "utcnow",
 ]
 
 _ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+-]{0,127}")
 _TENANT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+# An e-mail address anywhere in the key; a phone number as a whole part of it: E.164
+# (``+4915123456789``) or 9-15 digits in separated groups (``555-123-4567``). Bare digit
+# runs (order numbers) and dates (``2026-01-01``) are ids and stay allowed.
+_EMAIL_RE = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
+_PHONE_RE = re.compile(r"\+\d{7,15}|\+?\d{1,5}(?:[.-]\d{2,8}){1,4}")
 _SCOPE_RE = re.compile(r"([a-z][a-z0-9_-]{0,31}):([A-Za-z0-9][A-Za-z0-9._@/+-]{0,199})")
 
 
@@ -73,6 +79,16 @@ def _tenant(value: str) -> str:
     return value
 
 
+def _phone(part: str) -> bool:
+    return bool(_PHONE_RE.fullmatch(part)) and 9 <= sum(c.isdigit() for c in part) <= 15
+
+
+def holds_personal_data(scope: str) -> bool:
+    """Whether a scope key looks like it holds an e-mail address or a phone number (such keys
+    are refused: ``personal_data_in_scope``)."""
+    return bool(_EMAIL_RE.search(scope)) or any(_phone(part) for part in re.split(r"[:/]", scope))
+
+
 def _scope(value: str) -> str:
     if not _SCOPE_RE.fullmatch(value):
         raise PydanticCustomError(
@@ -80,6 +96,15 @@ def _scope(value: str) -> str:
             "scopes are written 'type:name', e.g. 'workspace:repo-1' or 'run:r-42' "
             "(lower-case type; name of letters, digits and . _ @ / + -) (got '{value}')",
             {"value": value[:80]},
+        )
+    if holds_personal_data(value):
+        # The value is not repeated: it is the personal data the message is about.
+        raise PydanticCustomError(
+            "personal_data_in_scope",
+            "scope keys are identifiers kept on every tombstone, so they must not hold personal "
+            "data; this one looks like an e-mail address or a phone number. Key the scope by "
+            "your application's own id (e.g. 'user:u-1842') and keep the address in the system "
+            "of record",
         )
     return value
 
@@ -105,6 +130,7 @@ def _as_contract_violation(err: ValidationError, model: str, error_code: str) ->
         "missing_tenant",
         "invalid_tenant",
         "invalid_scope",
+        "personal_data_in_scope",
         "embedding_not_finite",
     }
     code = first["type"] if custom else error_code
