@@ -223,14 +223,18 @@ def approvals() -> None:
 @click.option("--tenant", required=True)
 @click.pass_context
 def approvals_list(ctx: click.Context, tenant: str) -> None:
-    """Show the proposals waiting for a human decision."""
+    """Show the proposals waiting for a human decision, and why each waits (its reason code)."""
     with _open(ctx.find_root()) as store:
         pending = store.approvals(tenant)
+        reasons = store.pending_reasons(tenant)
     table = Table(title=f"pending approvals ({tenant})", title_justify="left")
-    for column in ("proposal", "record", "kind", "scope", "proposed by", "content"):
+    for column in ("proposal", "record", "kind", "scope", "reason", "proposed by", "content"):
         table.add_column(column)
     for r in pending:
-        table.add_row(r.proposal_id or "", r.id, r.kind.value, r.scope, r.writer or "", r.content[:60])
+        reason = reasons.get(r.id, "")
+        table.add_row(
+            r.proposal_id or "", r.id, r.kind.value, r.scope, reason, r.writer or "", r.content[:60]
+        )
     Console().print(table)
 
 

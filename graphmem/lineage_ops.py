@@ -50,6 +50,9 @@ from graphmem.model import (
     Tombstone,
 )
 from graphmem.model.erasure import erase_record, erase_sources
+from graphmem.model.records import new_id
+from graphmem.model.write import WriteReason
+from graphmem.policy.merge import untrusted_promotion
 from graphmem.ranking import forget_cached_terms
 
 if TYPE_CHECKING:
@@ -205,6 +208,12 @@ class LineageOps(StoreCore):
         verified success; any other outcome raises ``LineageError`` naming the
         episode. At least ``min_support`` (default: the store's) distinct
         records are required.
+
+        A record derived only from tainted records is tainted too
+        (``untrusted_lineage``); promoted to a procedure or a broad scope (see
+        ``graphmem.policy.merge.untrusted_promotion``) it is written
+        ``pending_approval`` with reason ``needs_approval_untrusted``, and
+        ``approve(tenant, record.proposal_id, approver)`` makes it active.
         """
         tenant = check_tenant(tenant)
         ids = list(dict.fromkeys(check_ids(from_ids, "from_ids")))
@@ -246,11 +255,35 @@ class LineageOps(StoreCore):
                 "into.derived_from must be empty or name exactly the consolidated records",
                 code="derived_from_mismatch",
             )
-        update: dict[str, Any] = {"derived_from": tuple(ids)}
+        supports = [found[i] for i in ids]
+        update: dict[str, Any] = {
+            "derived_from": tuple(ids),
+            "untrusted_lineage": all(s.tainted for s in supports),
+        }
         if into.kind is Kind.PROCEDURAL and into.outcome is None:
             update["outcome"] = Outcome.VERIFIED_SUCCESS.value
         record = MemoryRecord.model_validate({**into.model_dump(), **update})
-        self._write_new([record], action="consolidated", reason=rule, record_ids=(record.id, *ids))
+        held = untrusted_promotion(record, supports, self.write_policy)
+        extra: list[Op] = []
+        if held is not None:
+            record = record.model_copy(
+                update={
+                    "status": Status.PENDING_APPROVAL,
+                    "proposal_id": record.proposal_id or new_id("prop"),
+                }
+            )
+            event = AuditEvent(
+                tenant=tenant,
+                action="pending_approval",
+                record_ids=(record.id,),
+                reason=WriteReason.NEEDS_APPROVAL_UNTRUSTED.value,
+                at=self.clock(),
+                details={"proposal_id": record.proposal_id, "message": held},
+            )
+            extra.append(AppendAudit(event=event))
+        self._write_new(
+            [record], extra=extra, action="consolidated", reason=rule, record_ids=(record.id, *ids)
+        )
         return record
 
     # -- trace and precedents ---------------------------------------------
@@ -265,7 +298,14 @@ class LineageOps(StoreCore):
         if not memories:
             raise NotFound(f"no record {record_id!r} in tenant {tenant!r}")
         nodes = [
-            LineageNode(id=m.id, type="memory", kind=m.kind.value, status=m.status.value, label=_label(m))
+            LineageNode(
+                id=m.id,
+                type="memory",
+                kind=m.kind.value,
+                status=m.status.value,
+                label=_label(m),
+                tainted=m.tainted,
+            )
             for m in memories
         ]
         # A source's state is what the records citing it say (the copies forget updates),

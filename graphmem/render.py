@@ -110,6 +110,8 @@ def _attributes(record: MemoryRecord, rank: int, score: float | None) -> list[tu
     attrs.append(("sensitivity", record.sensitivity.value))
     attrs.append(("sources", " ".join(f"{s.id}({s.type},{s.trust.value})" for s in record.sources) or "none"))
     attrs.append(("derived_from", " ".join(record.derived_from) or "none"))
+    if record.tainted:
+        attrs.append(("support", "untrusted-only"))
     return attrs
 
 

@@ -686,6 +686,18 @@ class MemoryStore(LineageOps, WriteGateOps):
         }
         return sorted(out)
 
+    def pending_reasons(self, tenant: str) -> dict[str, str]:
+        """Why each record waiting for approval waits (record id → reason code, e.g.
+        ``suspected_injection``), from its latest ``pending_approval`` audit event."""
+        pending = {r.id for r in self.approvals(tenant)}
+        reasons: dict[str, str] = {}
+        for event in self.audit(tenant):
+            if event.action == "pending_approval" and event.reason:
+                for record_id in event.record_ids:
+                    if record_id in pending:
+                        reasons[record_id] = event.reason
+        return reasons
+
     def audit(
         self, tenant: str, record_id: str | None = None, since: datetime | None = None
     ) -> list[AuditEvent]:

@@ -31,6 +31,7 @@ from graphmem.model import (
 )
 from graphmem.model.canonical import sha256
 from graphmem.policy import approved_record, decide, find_conflicts, find_duplicate, normalised_key
+from graphmem.policy.merge import untrusted_promotion
 
 __all__ = ["WriteGateOps"]
 
@@ -122,13 +123,38 @@ class WriteGateOps(StoreCore):
             key = normalised_key(tenant, record.scope, record.kind, record.content)
             record = record.model_copy(update={"id": f"mem-{key[:32]}"})
         record = record.model_copy(update={"proposal_id": proposal.proposal_id})
+        decision = verdict.to_decision(record.id)
+        if record.derived_from:
+            record, decision = self._derived_taint(record, decision, policy)
         for attempt in range(3):
             try:
-                return self._write_proposal(proposed, verdict.to_decision(record.id), record, policy)
+                return self._write_proposal(proposed, decision, record, policy)
             except ConflictError:
                 if attempt == 2:
                     raise
         raise GraphmemError("unreachable", code="internal")  # pragma: no cover
+
+    def _derived_taint(
+        self, record: MemoryRecord, decision: WriteDecision, policy: WritePolicy
+    ) -> tuple[MemoryRecord, WriteDecision]:
+        """A proposal derived only from tainted records is tainted; promoted (see
+        ``untrusted_promotion``) it waits for approval instead of being accepted."""
+        supports = self.backend.get_many(record.tenant, list(record.derived_from))
+        if not supports or not all(s.tainted for s in supports):
+            return record, decision
+        record = record.model_copy(update={"untrusted_lineage": True})
+        held = untrusted_promotion(record, supports, policy)
+        if held is None or decision.outcome is not WriteOutcome.ACCEPTED:
+            return record, decision
+        record = record.model_copy(update={"status": Status.PENDING_APPROVAL})
+        decision = decision.model_copy(
+            update={
+                "outcome": WriteOutcome.PENDING_APPROVAL,
+                "reason": WriteReason.NEEDS_APPROVAL_UNTRUSTED,
+                "message": held,
+            }
+        )
+        return record, decision
 
     def _reject(self, proposed: Op, decision: WriteDecision, tenant: str) -> WriteDecision:
         rejected = self._audit(

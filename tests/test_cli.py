@@ -131,8 +131,10 @@ def test_propose_approve_and_audit(tmp_path: Path) -> None:
     assert proposed.exit_code == 0, proposed.output
     decision = json.loads(proposed.output)
     assert decision["outcome"] == "pending_approval"
-    listed = runner.invoke(cli, [*store, "approvals", "list", "--tenant", "acme"])
+    listed = runner.invoke(cli, [*store, "approvals", "list", "--tenant", "acme"], env={"COLUMNS": "250"})
     assert decision["record_id"][:10] in listed.output
+    assert "reason" in listed.output
+    assert "needs_approval_broad_scope" in listed.output
     approved = runner.invoke(
         cli,
         [*store, "approvals", "approve", decision["proposal_id"], "--tenant", "acme", "--approver", "lead"],
@@ -163,3 +165,18 @@ def test_propose_approve_and_audit(tmp_path: Path) -> None:
         ],
     )
     assert "rejected (poisoning)" in rejected.output
+
+
+def test_approvals_list_shows_why_a_proposal_waits(tmp_path: Path) -> None:
+    from tests.test_injection_detector import SUSPECT
+
+    runner = CliRunner()
+    store = ["--store", f"file://{tmp_path / 'memdir'}"]
+    args = ["propose", "--tenant", "acme", "--kind", "semantic", "--scope", "user:alice"]
+    args += ["--content", SUSPECT, "--proposed-by", "agent-1", "--source", "doc-1", "--trust", "untrusted"]
+    proposed = runner.invoke(cli, [*store, *args, "--valid-from", "2026-01-01", "--json"])
+    assert proposed.exit_code == 0, proposed.output
+    assert json.loads(proposed.output)["reason"] == "suspected_injection"
+    listed = runner.invoke(cli, [*store, "approvals", "list", "--tenant", "acme"], env={"COLUMNS": "250"})
+    assert listed.exit_code == 0, listed.output
+    assert "suspected_injection" in listed.output

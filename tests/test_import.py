@@ -66,7 +66,11 @@ def _claim(tenant: str, rid: str, parents: tuple[str, ...], **fields: Any) -> Me
 
 
 def _put(record: MemoryRecord) -> str:
-    return json.dumps(PutRecord(record=record).model_dump(mode="json"))
+    data = PutRecord(record=record).model_dump(mode="json")
+    if record.embedding is not None:
+        # JSON mode writes a non-finite float as null; the line should carry what was given.
+        data["record"]["embedding"] = list(record.embedding)
+    return json.dumps(data)
 
 
 def _line(op: AddEdge | ScopeWithin | UpdateRecord) -> str:

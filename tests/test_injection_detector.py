@@ -87,6 +87,7 @@ def test_suspected_injection_waits_for_approval_and_is_never_active(store: Memor
     assert store.explain(ctx, decision.record_id).reason is DropReason.PENDING_APPROVAL
     pending = [e for e in store.audit(tenant) if e.action == "pending_approval"]
     assert [e.reason for e in pending] == ["suspected_injection"]
+    assert store.pending_reasons(tenant) == {decision.record_id: "suspected_injection"}
     store.reject(tenant, decision.proposal_id, approver="ops-lead", reason="an injection")
     assert store.approvals(tenant) == []
 

@@ -138,18 +138,22 @@ def gate_datasets(bipia_dir: Path | None = None) -> dict[str, list[dict[str, Any
     return found
 
 
-def _p95_ms(run: Callable[[], object], repeat: int) -> float:
+def _p95_ms(run: Callable[[], object], repeat: int, clock: Callable[[], float] = time.perf_counter) -> float:
     times = []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = clock()
         run()
-        times.append((time.perf_counter() - start) * 1000)
+        times.append((clock() - start) * 1000)
     times.sort()
     return times[int(0.95 * (len(times) - 1))]
 
 
 def latency(repeat: int = 200) -> dict[str, float]:
-    """p95 milliseconds of ``decide`` and of an embedded ``propose`` for a 2 KB untrusted text."""
+    """p95 milliseconds of ``decide`` and of an embedded ``propose`` for a 2 KB untrusted text.
+
+    Wall-clock (``*_p95_ms``) and this thread's CPU time (``*_cpu_p95_ms``): on a
+    shared machine the wall clock also counts the time other processes held the CPU.
+    """
     from graphmem.store import MemoryStore
 
     sentence = "The quarterly report lists revenue by region, with notes on shipping delays and returns. "
@@ -163,11 +167,14 @@ def latency(repeat: int = 200) -> dict[str, float]:
             _proposal(f"{next(counter)} {text}"[:2048], Trust.UNTRUSTED), source_trust=Trust.UNTRUSTED
         )
 
+    def decide_once() -> None:
+        decide(_proposal(text, Trust.UNTRUSTED), policy, Trust.UNTRUSTED)
+
     return {
-        "decide_p95_ms": _p95_ms(
-            lambda: decide(_proposal(text, Trust.UNTRUSTED), policy, Trust.UNTRUSTED), repeat
-        ),
+        "decide_p95_ms": _p95_ms(decide_once, repeat),
         "propose_p95_ms": _p95_ms(propose, repeat),
+        "decide_cpu_p95_ms": _p95_ms(decide_once, repeat, time.thread_time),
+        "propose_cpu_p95_ms": _p95_ms(propose, repeat, time.thread_time),
     }
 
 

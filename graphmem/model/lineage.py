@@ -55,6 +55,7 @@ class LineageNode(GraphmemModel):
     kind: str | None = None
     status: str | None = None
     label: str = ""
+    tainted: bool = False  # a memory supported only by untrusted sources (MemoryRecord.tainted)
 
 
 class LineageEdge(GraphmemModel):
@@ -119,6 +120,7 @@ class Lineage(GraphmemModel):
         n = self.node(node_id)
         what = n.kind if n.type == "memory" else "source"
         status = f", {n.status}" if n.status and n.status != "active" else ""
+        status += ", untrusted sources only" if n.tainted else ""
         label = f": {n.label}" if n.label else ""
         return f"{n.id} ({what}{status}){label}"
 

@@ -6,9 +6,9 @@ import hashlib
 import math
 import unicodedata
 import uuid
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer
 from pydantic_core import PydanticCustomError
 
 from graphmem.model.base import AwareDatetime, GraphmemModel, Identifier, ScopeKey, Tenant, utcnow
@@ -80,6 +80,15 @@ class MemoryRecord(GraphmemModel):
     embedding: tuple[float, ...] | None = None
     tombstone: Tombstone | None = None
     proposal_id: str | None = Field(default=None, max_length=128)
+    untrusted_lineage: bool = False
+
+    @model_serializer(mode="wrap")
+    def _omit_default_lineage(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Written only when set, so records (and their fingerprints) from before the field are unchanged.
+        data: dict[str, Any] = handler(self)
+        if not self.untrusted_lineage:
+            data.pop("untrusted_lineage", None)
+        return data
 
     @field_validator("outcome")
     @classmethod
@@ -105,6 +114,20 @@ class MemoryRecord(GraphmemModel):
         The JSON form is canonical: fields in declaration order, timestamps in UTC.
         """
         return sha256(self.model_dump_json())
+
+    @property
+    def tainted(self) -> bool:
+        """Supported only by untrusted sources: no cited source is trusted, and the record either
+        cites sources and derives from nothing, or derives only from tainted records
+        (``untrusted_lineage``, set by the store when it writes a derived record).
+
+        A tainted record is recalled like any other but says so (``render``, ``trace``), and the
+        store holds it for approval before promoting it to a procedure or a broad scope.
+        Approval cites a trusted ``human_approval`` source, which lifts the taint.
+        """
+        if any(s.trust is Trust.TRUSTED for s in self.sources):
+            return False
+        return self.untrusted_lineage or (bool(self.sources) and not self.derived_from)
 
     @property
     def succeeded(self) -> bool:

@@ -44,6 +44,7 @@ class WriteReason(StrEnum):
     CONFLICT_CONTESTED = "conflict_contested"
     NEEDS_APPROVAL_BROAD_SCOPE = "needs_approval_broad_scope"
     NEEDS_APPROVAL_PROCEDURAL = "needs_approval_procedural"
+    NEEDS_APPROVAL_UNTRUSTED = "needs_approval_untrusted"
     APPROVED = "approved"
     RESTRICTED_SENSITIVITY = "restricted_sensitivity"
     SECRET_DETECTED = "secret_detected"  # noqa: S105 - a reason code, not a secret

@@ -16,6 +16,7 @@ from graphmem.model.base import GraphmemModel
 from graphmem.model.write import WriteDecision, WriteOutcome, WritePolicy, WriteProposal, WriteReason
 from graphmem.policy.detector import load_detector
 from graphmem.policy.poisoning import concealed_findings, scan_poisoning
+from graphmem.policy.prefilter import Literals
 from graphmem.policy.secrets import find_secrets, redact_secrets
 
 __all__ = ["PolicyVerdict", "decide", "effective_trust"]
@@ -184,9 +185,11 @@ def decide(
         proposal = _redacted(proposal)
 
     trust = source_trust or effective_trust(proposal, policy)
+    # A text the rules and the detector both scan (a folded text without quotations) is indexed once.
+    shared: dict[str, Literals] = {}
     if policy.poisoning_check:
         texts = [proposal.content, *(s.quote for s in proposal.sources if s.quote)]
-        poison = sorted({label for text in texts for label in _poisoning(text, trust, policy)})
+        poison = sorted({label for text in texts for label in _poisoning(text, trust, policy, shared)})
         if poison:
             where = "a trusted source, concealed" if trust is Trust.TRUSTED else "an untrusted source"
             return _verdict(
@@ -202,7 +205,7 @@ def decide(
     if policy.injection_detector == "on" and trust is Trust.UNTRUSTED:
         detector = load_detector()
         texts = [proposal.content, *(s.quote for s in proposal.sources if s.quote)]
-        p = max(detector.score(text).probability for text in texts)
+        p = max(detector.score(text, literals=shared).probability for text in texts)
         if p >= detector.reject_at:
             return _verdict(
                 proposal,
@@ -275,9 +278,9 @@ def decide(
     return _verdict(proposal, policy, WriteOutcome.ACCEPTED, reason, f"accepted{redacted}", notes, now)
 
 
-def _poisoning(content: str, trust: Trust, policy: WritePolicy) -> list[str]:
+def _poisoning(content: str, trust: Trust, policy: WritePolicy, shared: dict[str, Literals]) -> list[str]:
     if trust is Trust.UNTRUSTED or policy.trusted_poisoning == "all":
-        return sorted({f.label for f in scan_poisoning(content)})
+        return sorted({f.label for f in scan_poisoning(content, literals=shared)})
     if policy.trusted_poisoning == "off":
         return []
     return sorted({f.label for f in concealed_findings(content)})

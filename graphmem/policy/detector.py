@@ -15,8 +15,8 @@ logistic regression over two kinds of features:
 
 The text's score is its most suspicious segment's. Weights ship in
 ``detector_weights.json`` (trained by ``python -m graphmem.eval.train_detector``);
-inference is plain Python. Pure: imports the standard library and
-``graphmem.policy.text`` only.
+inference is plain Python. Pure: imports the standard library,
+``graphmem.policy.text`` and ``graphmem.policy.prefilter`` only.
 """
 
 # ruff: noqa: RUF001  (Cyrillic and CJK words are the point of this module)
@@ -27,13 +27,17 @@ import array
 import base64
 import json
 import math
+import operator
 import re
 import zlib
+from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 from graphmem.errors import GraphmemError
+from graphmem.policy.prefilter import Literals, Prefiltered
 from graphmem.policy.text import fold, visible_text
 
 __all__ = [
@@ -58,12 +62,12 @@ _CONTENT_MIN = 4
 _QUOTATION = re.compile(r'"[^"\n]{12,400}"|“[^”]{12,400}”|«[^»]{12,400}»|^[^\S\n]*>.*$', re.M)
 
 
-def _lex(*words: str) -> re.Pattern[str]:
-    return re.compile("|".join(f"(?:{w})" for w in words))
+def _lex(*words: str) -> tuple[str, ...]:
+    return words
 
 
 # Each cue is a folded-text pattern; languages: en, de, fr, es, pt, it, nl, pl, tr, ru, zh, ja, ko.
-CUES: dict[str, re.Pattern[str]] = {
+_CUE_WORDS: dict[str, tuple[str, ...]] = {
     "addressee_ai": _lex(
         r"\b(?:ai|a\.i\.|llm|chatbot|bot|bots|assistant|assistants|language\s+model|ai\s+model|gpt)\b",
         r"\b(?:ki|sprachmodell\w*|assistent(?:in)?|ia|assistente|asistente|modelo\s+de\s+lenguaje|"
@@ -174,18 +178,31 @@ CUES: dict[str, re.Pattern[str]] = {
         r"\b(?:dem\s+nutzer|l'utilisateur|al\s+usuario|ao\s+utilizador|all'utente|de\s+gebruiker|"
         r"uzytkownik\w*|kullanici\w*|пользовател\w*)\b|用户|ユーザー|사용자",
     ),
-    "question": re.compile(r"\?\s*$|？"),
+    "question": (r"\?\s*$", "？"),
 }
+CUES: dict[str, re.Pattern[str]] = {
+    name: re.compile("|".join(f"(?:{w})" for w in words)) for name, words in _CUE_WORDS.items()
+}
+# The same cues, run on a text only through the alternatives it can match (graphmem.policy.prefilter).
+_CUE_FILTERS = {name: Prefiltered(words) for name, words in _CUE_WORDS.items()}
+Cues = Mapping[str, "re.Pattern[str] | None"]
 
 _DENSE = (*CUES, "low_overlap", "short", "long", "imperative_x_output", "addressee_x_any")
 DENSE_DIM = len(_DENSE)
 FEATURE_DIM = HASH_DIM + DENSE_DIM
 
 
+def _own_text(text: str) -> str:
+    return fold(_QUOTATION.sub(" ", visible_text(text)))
+
+
+def _segments_of(own: str) -> list[str]:
+    return [s.strip(" -*•:;,") for s in _SEGMENT.split(own) if len(s.strip(" -*•:;,")) > 1]
+
+
 def segments(text: str) -> list[str]:
     """The author's own sentences, rows and header fields, folded; long quotations left out."""
-    own = fold(_QUOTATION.sub(" ", visible_text(text)))
-    return [s.strip(" -*•:;,") for s in _SEGMENT.split(own) if len(s.strip(" -*•:;,")) > 1]
+    return _segments_of(_own_text(text))
 
 
 def _content_words(segment: str) -> set[str]:
@@ -195,36 +212,38 @@ def _content_words(segment: str) -> set[str]:
     return words
 
 
+@lru_cache(maxsize=1 << 16)
 def _bucket(token: str) -> int:
     return zlib.crc32(token.encode("utf-8")) & (HASH_DIM - 1)
 
 
-def segment_features(segment: str, context_words: dict[str, int] | None, own: set[str]) -> dict[int, float]:
-    """Sparse features of one segment; ``context_words`` counts content words over the whole text."""
-    features: dict[int, float] = {}
+def segment_features(
+    segment: str, context_words: dict[str, int] | None, own: set[str], cues: Cues | None = None
+) -> dict[int, float]:
+    """Sparse features of one segment; ``context_words`` counts content words over the whole text.
+
+    ``cues`` replaces ``CUES`` by patterns that find the same on this segment (``None``: cannot match).
+    """
     words = _WORD.findall(segment)
-    for a, b in zip(["^", *words], [*words, "$"], strict=True):
-        for token in (b, f"{a} {b}"):
-            i = _bucket(token)
-            features[i] = features.get(i, 0.0) + 1.0
+    tokens = [t for a, b in zip(["^", *words], [*words, "$"], strict=True) for t in (b, f"{a} {b}")]
     for run in _CJK.findall(segment):
-        for k in range(len(run) - 1):
-            i = _bucket(run[k : k + 2])
-            features[i] = features.get(i, 0.0) + 1.0
-    norm = math.sqrt(sum(v * v for v in features.values())) or 1.0
-    for i in features:
-        features[i] /= norm
+        tokens += [run[k : k + 2] for k in range(len(run) - 1)]
+    # Counts in first-seen order (the order the weights are summed in), then L2-normalised.
+    counts = Counter(map(_bucket, tokens))
+    norm = math.sqrt(sum(v * v for v in counts.values())) or 1.0
+    features: dict[int, float] = {i: n / norm for i, n in counts.items()}
     dense = dict.fromkeys(_DENSE, 0.0)
-    for name, pattern in CUES.items():
-        if pattern.search(segment):
+    for name, pattern in (cues or CUES).items():
+        if pattern is not None and pattern.search(segment):
             dense[name] = 1.0
-    others = (
-        {w for w, n in context_words.items() if n > (1 if w in own else 0)}
-        if context_words is not None
-        else set()
-    )
-    if len(others) >= 5 and own:
-        dense["low_overlap"] = 1.0 - len(own & others) / len(own)
+    # "others" are the words of the rest of the text: context words not in this segment, and this
+    # segment's words that occur elsewhere too. Counted without building the set: its size is
+    # len(context) - (own words in context) + shared, and its overlap with own is shared.
+    if context_words is not None:
+        shared = sum(1 for w in own if context_words.get(w, 0) > 1)
+        n_others = len(context_words) - sum(1 for w in own if w in context_words) + shared
+        if n_others >= 5 and own:
+            dense["low_overlap"] = 1.0 - shared / len(own)
     dense["short"] = 1.0 if len(words) < 5 else 0.0
     dense["long"] = 1.0 if len(words) > 40 else 0.0
     dense["imperative_x_output"] = dense["imperative_start"] * max(
@@ -239,16 +258,30 @@ def segment_features(segment: str, context_words: dict[str, int] | None, own: se
     return features
 
 
-def text_segment_features(text: str) -> list[dict[int, float]]:
-    """Features of every segment of ``text``, in order (empty for a text with no words)."""
-    parts = segments(text)
+def text_segment_features(
+    text: str, *, reference: bool = False, literals: dict[str, Literals] | None = None
+) -> list[dict[int, float]]:
+    """Features of every segment of ``text``, in order (empty for a text with no words).
+
+    Each cue runs only through the alternatives the whole text can match (every
+    segment is part of it); ``reference=True`` runs every cue whole. ``literals``
+    holds literal indexes of texts already scanned (reused for the same text).
+    """
+    own_text = _own_text(text)
+    parts = _segments_of(own_text)
+    cues: Cues | None = None
+    if not reference:
+        index = literals.get(own_text) if literals is not None else None
+        if index is None:
+            index = Literals(own_text)
+        cues = {name: f.narrowed(index) for name, f in _CUE_FILTERS.items()}
     owns = [_content_words(s) for s in parts]
     counts: dict[str, int] = {}
     for own in owns:
         for w in own:
             counts[w] = counts.get(w, 0) + 1
     context = counts if len(parts) > 1 else None
-    return [segment_features(s, context, own) for s, own in zip(parts, owns, strict=True)]
+    return [segment_features(s, context, own, cues) for s, own in zip(parts, owns, strict=True)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,12 +302,18 @@ class Detector:
     reject_at: float
     version: str
 
-    def score(self, text: str) -> InjectionScore:
-        """The most suspicious segment's probability (0.0 for a text with no words)."""
+    def score(
+        self, text: str, *, reference: bool = False, literals: dict[str, Literals] | None = None
+    ) -> InjectionScore:
+        """The most suspicious segment's probability (0.0 for a text with no words).
+
+        ``reference=True`` computes the cues without the prefilter (the same score, slower).
+        """
         best, where = -math.inf, None
         w = self.weights
-        for n, features in enumerate(text_segment_features(text)):
-            z = self.bias + sum(w[i] * v for i, v in features.items())
+        for n, features in enumerate(text_segment_features(text, reference=reference, literals=literals)):
+            # The same products summed in the same order as a generator would, in C.
+            z = self.bias + sum(map(operator.mul, map(w.__getitem__, features), features.values()))
             if z > best:
                 best, where = z, n
         if where is None:

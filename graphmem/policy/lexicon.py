@@ -15,6 +15,7 @@ __all__ = [
     "DISREGARD",
     "DISREGARDED",
     "ENDPOINT",
+    "ENDPOINTS",
     "EVERYTHING",
     "EXFIL_VERB_RE",
     "GIVEN_TO_YOU",
@@ -390,6 +391,11 @@ EXFIL_VERB = alt(
 )
 EXFIL_VERB_RE = re.compile(EXFIL_VERB)
 SENSITIVE_RE = re.compile(rf"\b{SENSITIVE}\b|{SENSITIVE_CJK}")
-ENDPOINT = re.compile(
-    r"(?:https?|hxxps?|ftp)://\S+|\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\bwebhook\b|\bpastebin\b|\bngrok\b"
+ENDPOINTS = (
+    r"(?:https?|hxxps?|ftp)://\S+",
+    r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+",
+    r"\bwebhook\b",
+    r"\bpastebin\b",
+    r"\bngrok\b",
 )
+ENDPOINT = re.compile("|".join(f"(?:{e})" for e in ENDPOINTS))

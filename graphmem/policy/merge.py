@@ -5,14 +5,20 @@ Pure: the store fetches candidate records and passes them in (SPEC §4).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 
-from graphmem.model import Kind, MemoryRecord, Source, Status, Trust, content_hash
+from graphmem.model import Kind, MemoryRecord, Source, Status, Trust, content_hash, scope_type
 from graphmem.model.canonical import canonical_json, sha256
-from graphmem.model.write import subject_tag
+from graphmem.model.write import WritePolicy, subject_tag
 
-__all__ = ["approved_record", "find_conflicts", "find_duplicate", "normalised_key"]
+__all__ = [
+    "approved_record",
+    "find_conflicts",
+    "find_duplicate",
+    "normalised_key",
+    "untrusted_promotion",
+]
 
 _LIVE = (Status.ACTIVE, Status.PENDING_APPROVAL, Status.CONTESTED)
 
@@ -79,3 +85,28 @@ def approved_record(record: MemoryRecord, approver: str, at: datetime | None = N
     data = record.model_dump()
     data.update(status=Status.ACTIVE, sources=(*record.sources, approval))
     return MemoryRecord(**data)
+
+
+def untrusted_promotion(
+    record: MemoryRecord, supports: Sequence[MemoryRecord], policy: WritePolicy
+) -> str | None:
+    """Why ``record``, derived from ``supports``, must wait for a person, or ``None``.
+
+    A record supported only by untrusted sources (``MemoryRecord.tainted``) may not
+    become, unapproved, a procedure or a *broad* claim: one whose scope's type is
+    in ``policy.approval_scope_types`` (tenant, domain, global by default), or whose
+    scope is none of its supports' scopes (what was observed in one run or case,
+    applied beyond it).
+    """
+    if not record.tainted:
+        return None
+    if record.kind is Kind.PROCEDURAL:
+        return "a procedure derived only from untrusted sources needs a person's approval"
+    if scope_type(record.scope) in policy.approval_scope_types:
+        return f"a {scope_type(record.scope)}-wide claim derived only from untrusted sources needs approval"
+    if supports and record.scope not in {s.scope for s in supports}:
+        return (
+            f"a claim derived only from untrusted sources, widened to {record.scope} beyond the "
+            "scopes it was observed in, needs approval"
+        )
+    return None

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from graphmem.policy.prefilter import Literals
 from graphmem.policy.rules import RULES, TEMPLATED_URL, Rule, RuleClass
 from graphmem.policy.text import Channel, View, strip_quoted, views
 
@@ -38,31 +39,49 @@ class PoisonFinding:
         return f"poisoning:{self.rule}" if self.channel == "plain" else f"poisoning:{self.rule}@{self.via}"
 
 
-def _count(rule: Rule, text: str) -> int:
+def _count(rule: Rule, text: str, literals: Literals | None) -> int:
     check = rule.check
-    return sum(1 for m in rule.pattern.finditer(text) if check is None or check(m, text))
+    matches = rule.pattern.finditer(text) if literals is None else rule.matcher.finditer(text, literals)
+    return sum(1 for m in matches if check is None or check(m, text))
 
 
-def _scan(all_views: Iterable[View]) -> list[tuple[PoisonFinding, int]]:
+def _scan(
+    all_views: Iterable[View], reference: bool = False, shared: dict[str, Literals] | None = None
+) -> list[tuple[PoisonFinding, int]]:
     seen: set[str] = set()
     found: list[tuple[PoisonFinding, int]] = []
     for view in all_views:
         if view.text in seen:
             continue
         seen.add(view.text)
+        literals = None
+        if not reference:
+            literals = shared.get(view.text) if shared is not None else None
+            if literals is None:
+                literals = Literals(view.text)
+                if shared is not None:
+                    shared[view.text] = literals
         for rule in RULES:
-            n = _count(rule, view.text)
+            n = _count(rule, view.text, literals)
             if n:
                 found.append((PoisonFinding(rule.name, rule.klass, view.channel, view.via), n))
-        if TEMPLATED_URL.search(view.text):
+        # Every match of TEMPLATED_URL contains "://".
+        if (reference or "://" in view.text) and TEMPLATED_URL.search(view.text):
             found.append((PoisonFinding("exfiltration_url", "injection", view.channel, view.via), 1))
     return found
 
 
-def scan_poisoning(text: str) -> list[PoisonFinding]:
-    """Every (rule, channel) that fired anywhere in ``text``, visible text first."""
+def scan_poisoning(
+    text: str, *, reference: bool = False, literals: dict[str, Literals] | None = None
+) -> list[PoisonFinding]:
+    """Every (rule, channel) that fired anywhere in ``text``, visible text first.
+
+    ``reference=True`` runs every rule's whole alternation on every view: the
+    slow path the prefiltered one is tested against (same findings, always).
+    ``literals`` keeps each view's literal index for other scans of the same text.
+    """
     unique: dict[tuple[str, str, str], PoisonFinding] = {}
-    for finding, _ in _scan(views(text)):
+    for finding, _ in _scan(views(text), reference, literals):
         unique.setdefault((finding.rule, finding.channel, finding.via), finding)
     return list(unique.values())
 
@@ -72,14 +91,14 @@ def poisoning_findings(text: str) -> list[str]:
     return sorted({f.label for f in scan_poisoning(text)})
 
 
-def concealed_findings(text: str) -> list[PoisonFinding]:
+def concealed_findings(text: str, *, reference: bool = False) -> list[PoisonFinding]:
     """Findings in what the author did *not* say openly: hidden, obfuscated or encoded.
 
     Quoted passages and code are left out first (a trusted author may quote an
     attack). An obfuscated finding counts only if the rule fires more often
     after de-obfuscation than on the plain text, i.e. something was disguised.
     """
-    scanned = _scan(views(strip_quoted(text)))
+    scanned = _scan(views(strip_quoted(text)), reference)
     plain: dict[str, int] = {}
     for finding, n in scanned:
         if finding.channel == "plain":

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal
 
 from graphmem.policy.lexicon import (
     BEFORE,
     DISREGARD,
     DISREGARDED,
-    ENDPOINT,
+    ENDPOINTS,
     EVERYTHING,
     EXFIL_VERB_RE,
     GIVEN_TO_YOU,
@@ -30,24 +31,38 @@ from graphmem.policy.lexicon import (
     cjk,
     gap,
 )
+from graphmem.policy.prefilter import Prefiltered
 
 __all__ = ["RULES", "TEMPLATED_URL", "Rule", "RuleClass"]
 
 RuleClass = Literal["injection", "directive"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Rule:
-    """A named attack shape; ``check`` (if any) confirms each regex match in context."""
+    """A named attack shape: an alternation of regexes; ``check`` (if any) confirms each match in context.
+
+    ``pattern`` is the whole alternation (the reference); ``matcher`` runs on a
+    text only the alternatives whose necessary literals it contains, with the
+    same matches (see ``graphmem.policy.prefilter``).
+    """
 
     name: str
     klass: RuleClass
-    pattern: re.Pattern[str]
+    alternatives: tuple[str, ...]
     check: Callable[[re.Match[str], str], bool] | None = None
+    matcher: Prefiltered = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "matcher", Prefiltered(self.alternatives, re.M))
+
+    @cached_property
+    def pattern(self) -> re.Pattern[str]:
+        return self.matcher.pattern
 
 
 def _rule(name: str, klass: RuleClass, *alternatives: str) -> Rule:
-    return Rule(name, klass, re.compile("|".join(f"(?:{a})" for a in alternatives), re.M))
+    return Rule(name, klass, alternatives)
 
 
 def _exfil_check(m: re.Match[str], text: str) -> bool:
@@ -330,7 +345,7 @@ RULES: tuple[Rule, ...] = (
         r"(?:ユーザー|利用者)に(?:内緒|秘密)|사용자(?:에게|"
         r"한테)[^\n]{0,8}?(?:말하지|알리지)",
     ),
-    Rule("exfiltration", "injection", ENDPOINT, _exfil_check),
+    Rule("exfiltration", "injection", ENDPOINTS, _exfil_check),
     _rule("exfiltration_word", "injection", r"\bexfiltrat\w*|\bdata\W+exfil\w*"),
     _rule(
         "role_tag",

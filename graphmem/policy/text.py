@@ -14,10 +14,12 @@ import codecs
 import html
 import json
 import re
+import sys
 import unicodedata
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, Literal
 
 __all__ = ["Channel", "View", "deobfuscate", "fold", "strip_quoted", "views", "visible_text"]
@@ -28,6 +30,7 @@ Channel = Literal["plain", "obfuscated", "hidden", "encoded"]
 # are invisible; Unicode "tag" characters smuggle ASCII invisibly.
 _TAG_BASE = 0xE0000
 _WS = re.compile(r"[^\S\n]+")
+_OTHER_SPACE = re.compile(r"[^\S \n]")
 _NL = re.compile(r"\s*\n\s*")
 _HTML_COMMENT = re.compile(r"<!--(.*?)(?:-->|$)", re.S)
 _HTML_ATTR = re.compile(r"""\b[\w:-]+\s*=\s*(?:"([^"]*)"|'([^']*)')""")
@@ -45,7 +48,9 @@ _B64 = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
 _HEX = re.compile(r"(?:\\x|0x)?(?:[0-9a-fA-F]{2}(?:[\s:,]|\\x)?){8,}")
 _ESCAPES = re.compile(r"\\u[0-9a-fA-F]{4}|\\x[0-9a-fA-F]{2}|&#x?[0-9a-fA-F]+;|&[a-z]+;")
 _SPACED = re.compile(r"(?<!\w)\w(?P<sep>[ .\-_*·/|])\w(?:(?P=sep)\w)+(?!\w)")
-_INWORD = re.compile(r"(?<=\w)[\-.·_*](?=\w)")
+_SPACED_HINT = re.compile(r"[ .\-_*·/|]\w[ .\-_*·/|]\w")
+# Starts at the separator, so the regex engine skips quickly to candidates.
+_INWORD = re.compile(r"[\-.·_*](?<=\w[\-.·_*])(?=\w)")
 _CODE_FENCE = re.compile(r"```.*?(?:```|$)|~~~.*?(?:~~~|$)", re.S)
 _QUOTED = re.compile(
     r"`[^`\n]+`|\"[^\"\n]{2,}\"|“[^”]{2,2000}”|„[^“”]{2,2000}[“”]|«[^»]{2,2000}»|「[^」]{1,2000}」|『[^』]{1,2000}』"
@@ -55,7 +60,12 @@ _QUOTED = re.compile(
 
 _LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s"})
 _LEET_L = str.maketrans({"1": "l", "|": "l", "!": "i", "8": "b", "9": "g"})
+_LEET_ALL = {**_LEET, **_LEET_L}
 _LEET_TOKEN = re.compile(r"[\w@$|!]+")
+_LEET_CANDIDATE = re.compile(r"(?<![\w@$|!])[\w@$|!]*?[0-9@$|!][\w@$|!]*")
+_LEET_CHAR = re.compile(r"[0-9@$|!]")
+_LEET_THEN_LETTER = re.compile(r"[0-9@$|!][\w@$|!]*?[a-z]")
+_LOWER = re.compile(r"[a-z]")
 
 # Latin look-alikes from Cyrillic and Greek; applied only inside mixed-script
 # words so genuine Russian or Greek text is left alone.
@@ -80,28 +90,62 @@ def _is_invisible(ch: str) -> bool:
     return unicodedata.category(ch) == "Cf" or 0xE0000 <= ord(ch) <= 0xE007F
 
 
+def _char_class(chars: Iterator[int]) -> str:
+    """A regex character class of the given code points, as ranges."""
+    ranges: list[list[int]] = []
+    for c in chars:
+        if ranges and ranges[-1][1] == c - 1:
+            ranges[-1][1] = c
+        else:
+            ranges.append([c, c])
+    return (
+        "[" + "".join(re.escape(chr(a)) + ("-" + re.escape(chr(b)) if b > a else "") for a, b in ranges) + "]"
+    )
+
+
+@cache
+def _invisible_re() -> re.Pattern[str]:
+    # Built on first use from this Python's Unicode tables (no ASCII character is invisible).
+    return re.compile(_char_class(c for c in range(0x80, sys.maxunicode + 1) if _is_invisible(chr(c))))
+
+
+@cache
+def _accent_re() -> re.Pattern[str]:
+    marks = _char_class(c for c in range(0x80, sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Mn")
+    return re.compile(rf"(?<=[\x00-\x7f]){marks}+")
+
+
+def _without_invisible(text: str) -> str:
+    return text if text.isascii() else _invisible_re().sub("", text)
+
+
 def _smuggled_ascii(text: str) -> str:
+    if text.isascii():
+        return ""
     return "".join(chr(ord(c) - _TAG_BASE) for c in text if 0xE0020 <= ord(c) <= 0xE007E)
 
 
 def _strip_accents(text: str) -> str:
     # Combining marks are dropped only after ASCII letters: "précédentes" folds to
     # "precedentes", while Japanese voiced kana and Cyrillic й keep their marks.
-    out: list[str] = []
-    for ch in unicodedata.normalize("NFD", text):
-        if unicodedata.category(ch) == "Mn" and out and out[-1].isascii():
-            continue
-        out.append(ch)
-    return unicodedata.normalize("NFC", "".join(out))
+    # (No ASCII character is a combining mark, and NFD/NFC leave ASCII alone.)
+    if text.isascii():
+        return text
+    return unicodedata.normalize("NFC", _accent_re().sub("", unicodedata.normalize("NFD", text)))
 
 
 def fold(text: str) -> str:
     """NFKC, accents off Latin letters, case-folded, runs of spaces and of line breaks collapsed."""
     text = _strip_accents(unicodedata.normalize("NFKC", text)).casefold()
+    if "  " not in text and "\n" not in text and not _OTHER_SPACE.search(text):
+        return text.strip()  # every run of spaces is one space already
     return _NL.sub("\n", _WS.sub(" ", text)).strip()
 
 
 def _deconfuse(text: str) -> str:
+    if not _NONLATIN_CONFUSABLE.search(text):
+        return text  # no word can change
+
     def fix(m: re.Match[str]) -> str:
         word = m.group(0)
         if _LATIN.search(word) and _NONLATIN_CONFUSABLE.search(word):
@@ -114,27 +158,44 @@ def _deconfuse(text: str) -> str:
 def _deleet(text: str, table: dict[int, str]) -> str:
     def fix(m: re.Match[str]) -> str:
         word = m.group(0)
-        mixed = re.search(r"[a-z]", word) and re.search(r"[0-9@$|!]", word)
+        mixed = _LOWER.search(word) and _LEET_CHAR.search(word)
         return word.translate(table) if mixed else word
 
-    return _LEET_TOKEN.sub(fix, text)
+    # Only tokens holding a digit or symbol can change: each match of _LEET_CANDIDATE
+    # is a whole _LEET_TOKEN token that contains one.
+    # No token holds both a letter and a digit or symbol (a letter after one, found in the text
+    # or in the text reversed): nothing changes.
+    if not (_LEET_THEN_LETTER.search(text) or _LEET_THEN_LETTER.search(text[::-1])):
+        return text
+    return _LEET_CANDIDATE.sub(fix, text)
 
 
 def _unspace(text: str) -> str:
     # "i g n o r e  a l l" / "i.g.n.o.r.e a.l.l" -> "ignore all"; "in-struc-tions" -> "instructions"
-    text = _SPACED.sub(lambda m: m.group(0).replace(m.group("sep"), ""), text)
+    if _SPACED_HINT.search(text):  # every _SPACED match holds "<sep><letter><sep><letter>"
+        text = _SPACED.sub(lambda m: m.group(0).replace(m.group("sep"), ""), text)
     return _INWORD.sub("", text)
 
 
 def deobfuscate(text: str) -> list[str]:
     """Folded variants with invisible characters, look-alikes, leetspeak and spacing undone."""
-    visible = "".join(c for c in unicodedata.normalize("NFKC", text) if not _is_invisible(c))
-    base = fold(_deconfuse(visible))
-    squashed = fold(_unspace(_deconfuse(visible)))
+    return _deobfuscate(text, fold)
+
+
+def _deobfuscate(text: str, fold: Callable[[str], str]) -> list[str]:
+    visible = _without_invisible(unicodedata.normalize("NFKC", text))
+    deconfused = _deconfuse(visible)
+    base = fold(deconfused)
+    unspaced = _unspace(deconfused)
+    squashed = base if unspaced == deconfused else fold(unspaced)
     variants = {base, squashed}
-    for table in (_LEET, {**_LEET, **_LEET_L}):
-        variants.add(_deleet(base, table))
-        variants.add(_unspace(_deleet(base, table)))
+    unspace: dict[str, str] = {}
+    for table in (_LEET, _LEET_ALL):
+        deleeted = _deleet(base, table)
+        variants.add(deleeted)
+        if deleeted not in unspace:
+            unspace[deleeted] = _unspace(deleeted)
+        variants.add(unspace[deleeted])
     return sorted(variants)
 
 
@@ -217,6 +278,8 @@ def _decoded(text: str) -> Iterator[tuple[str, str]]:
 
 def _hidden(text: str) -> Iterator[tuple[str, str]]:
     """(carrier, text) for content a reader of the rendered text would not see."""
+    if "<" not in text and "[" not in text and text.isascii():
+        return  # no markup to hide in, no tag characters
     for m in _HTML_COMMENT.finditer(text):
         yield "html_comment", m.group(1)
     for m in _HIDDEN_ELEMENT.finditer(text):
@@ -239,6 +302,8 @@ def _hidden(text: str) -> Iterator[tuple[str, str]]:
 
 def visible_text(text: str) -> str:
     """What a person reading the rendered text sees: comments, tags and link targets removed."""
+    if "<" not in text and "[" not in text:
+        return text  # every pattern below needs one of them
     text = _HTML_COMMENT.sub(" ", text)
     text = _HIDDEN_ELEMENT.sub(" ", text)
     text = _MD_LINK.sub(lambda m: f" {m.group(1)} ", text)
@@ -251,9 +316,17 @@ def strip_quoted(text: str) -> str:
     return _QUOTED.sub(" ", _CODE_FENCE.sub(" ", text))
 
 
-def _variants(text: str, channel: Channel, via: str) -> Iterator[View]:
-    yield View(fold(text), channel, via)
-    for variant in deobfuscate(text):
+class _Folds(dict[str, str]):
+    """``fold`` for one ``views`` call: a text folded once however often it turns up."""
+
+    def __missing__(self, text: str) -> str:
+        folded = self[text] = fold(text)
+        return folded
+
+
+def _variants(text: str, channel: Channel, via: str, folds: _Folds) -> Iterator[View]:
+    yield View(folds[text], channel, via)
+    for variant in _deobfuscate(text, folds.__getitem__):
         if channel == "plain":
             yield View(variant, "obfuscated", "deobfuscated" if via == "text" else f"{via}+deobfuscated")
         else:
@@ -266,23 +339,27 @@ def views(text: str, depth: int = 2) -> Iterator[View]:
     Decoded payloads are themselves viewed again (up to ``depth`` levels), so a
     base64 string inside an HTML comment is still read.
     """
-    yield from _variants(visible_text(text), "plain", "text")
+    return _views(text, depth, _Folds())
+
+
+def _views(text: str, depth: int, folds: _Folds) -> Iterator[View]:
+    yield from _variants(visible_text(text), "plain", "text", folds)
     # Markup itself (chat-template role tags, templated link targets) is read in the raw text.
-    yield View(fold(text), "plain", "raw")
+    yield View(folds[text], "plain", "raw")
     try:
         parsed = json.loads(text)
     except (ValueError, RecursionError):
         parsed = None
     if isinstance(parsed, dict | list):
         for value in _json_strings(parsed):
-            yield from _variants(value, "plain", "json")
+            yield from _variants(value, "plain", "json", folds)
     for carrier, hidden in _hidden(text):
-        yield from _variants(hidden, "hidden", carrier)
+        yield from _variants(hidden, "hidden", carrier, folds)
     if depth <= 0:
         return
     for how, decoded in _decoded(text):
         if how == "rot13":
-            yield from _variants(decoded, "encoded", how)
+            yield from _variants(decoded, "encoded", how, folds)
             continue
-        for inner in views(decoded, depth - 1):
+        for inner in _views(decoded, depth - 1, folds):
             yield View(inner.text, "encoded", f"{how}>{inner.via}")

@@ -1,0 +1,336 @@
+"""Necessary literals of a regular expression: a cheap test that a pattern cannot match a text.
+
+Each poisoning rule is a long alternation whose branches begin with a big
+word alternation, so Python's ``re`` tries every branch at every position of
+a text. Most branches need a word that most texts lack ("instructions",
+"jailbreak", "忽略"). ``requirements`` reads a pattern's parse tree and returns
+what every match must contain: a list of clauses, each a set of literal
+strings of which at least one is a substring of the match. A branch whose
+clauses a text does not satisfy cannot match anywhere in it, so leaving it out
+of the alternation changes no match — the same matches at the same places, in
+the same order. ``Prefiltered`` applies that per branch and caches the
+narrowed patterns.
+
+``requirements`` analyses case-sensitive patterns only; a part under ``(?i:…)``
+yields no requirement, which is always sound. ``Prefiltered`` narrows a
+case-insensitive alternation on ASCII texts only, where case is plain: its
+literals are lowered and looked up in the lowered text (a literal with a
+character no ASCII character matches cannot occur there at all).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from re import _constants as sre_c  # type: ignore[attr-defined]
+from re import _parser as sre_parse  # type: ignore[attr-defined]
+from typing import Any
+
+__all__ = ["Literals", "Prefiltered", "requirements"]
+
+Clause = frozenset[str]
+_EXACT_LIMIT = 64
+_CLAUSE_LIMIT = 4
+
+
+@dataclass(frozen=True, slots=True)
+class _Info:
+    """``exact``: the node matches exactly one of these strings (``None``: unknown);
+    ``clauses``: each match contains a string of every clause."""
+
+    exact: frozenset[str] | None
+    clauses: tuple[Clause, ...] = ()
+
+
+_NOTHING = _Info(None)
+_EMPTY = _Info(frozenset({""}))
+
+
+def _score(clause: Clause) -> tuple[int, int]:
+    # A clause is as selective as its shortest literal; fewer literals are cheaper to test.
+    return (min(len(s) for s in clause), -len(clause))
+
+
+def _useful(clause: Iterable[str]) -> Clause | None:
+    c = frozenset(clause)
+    return c if c and "" not in c else None
+
+
+def _best(info: _Info) -> Clause | None:
+    candidates = list(info.clauses)
+    if info.exact is not None and (exact := _useful(info.exact)) is not None:
+        candidates.append(exact)
+    return max(candidates, key=_score) if candidates else None
+
+
+def _keep(clauses: Iterable[Clause]) -> tuple[Clause, ...]:
+    unique = sorted(set(clauses), key=_score, reverse=True)
+    return tuple(unique[:_CLAUSE_LIMIT])
+
+
+def _charset(items: Sequence[tuple[Any, Any]]) -> _Info:
+    chars: set[str] = set()
+    for op, av in items:
+        if op is sre_c.LITERAL:
+            chars.add(chr(av))
+        elif op is sre_c.RANGE and av[1] - av[0] < 8:
+            chars.update(chr(c) for c in range(av[0], av[1] + 1))
+        else:
+            return _NOTHING
+    return _Info(frozenset(chars)) if len(chars) <= 8 else _NOTHING
+
+
+def _sequence(nodes: Iterable[tuple[Any, Any]]) -> _Info:
+    clauses: list[Clause] = []
+    run: frozenset[str] | None = frozenset({""})
+    all_exact = True
+    for op, av in nodes:
+        info = _node(op, av)
+        if info.exact is not None and run is not None and len(run) * len(info.exact) <= _EXACT_LIMIT:
+            run = frozenset(a + b for a in run for b in info.exact)
+            continue
+        if run is not None and (c := _useful(run)) is not None:
+            clauses.append(c)
+        clauses.extend(info.clauses)
+        if info.exact is None:
+            all_exact = False
+            run = frozenset({""})
+        else:
+            run = info.exact
+    if all_exact and run is not None:
+        return _Info(run, _keep(clauses))
+    if run is not None and (c := _useful(run)) is not None:
+        clauses.append(c)
+    return _Info(None, _keep(clauses))
+
+
+def _branch(alternatives: Sequence[Any]) -> _Info:
+    infos = [_sequence(alt) for alt in alternatives]
+    if all(i.exact is not None for i in infos):
+        union = frozenset().union(*(i.exact for i in infos if i.exact is not None))
+        if len(union) <= _EXACT_LIMIT:
+            return _Info(union)
+    best = [_best(i) for i in infos]
+    if any(b is None for b in best):
+        return _NOTHING
+    return _Info(None, (frozenset().union(*(b for b in best if b is not None)),))
+
+
+def _node(op: Any, av: Any) -> _Info:
+    if op is sre_c.LITERAL:
+        return _Info(frozenset({chr(av)}))
+    if op is sre_c.AT or op in (sre_c.ASSERT, sre_c.ASSERT_NOT):
+        return _EMPTY  # zero width: the strings on either side are adjacent in the match
+    if op is sre_c.IN:
+        return _charset(av)
+    if op is sre_c.BRANCH:
+        return _branch(av[1])
+    if op is sre_c.SUBPATTERN:
+        _, add_flags, _, sub = av
+        if add_flags & sre_c.SRE_FLAG_IGNORECASE:
+            return _NOTHING
+        return _sequence(sub)
+    if op in (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT, sre_c.POSSESSIVE_REPEAT):
+        lo, hi, sub = av
+        inner = _sequence(sub)
+        if lo == 0:
+            if hi == 1 and inner.exact is not None:
+                return _Info(inner.exact | {""})
+            return _NOTHING
+        if lo == hi == 1:
+            return inner
+        best = _best(inner)
+        return _Info(None, _keep([*inner.clauses, *([best] if best else [])]))
+    if op is sre_c.ATOMIC_GROUP:
+        return _sequence(av)
+    return _NOTHING
+
+
+def requirements(pattern: str, flags: int = 0) -> tuple[Clause, ...]:
+    """Clauses every match of ``pattern`` satisfies: a string of each clause is a substring of it.
+
+    An empty tuple means no requirement was found (the pattern may match anything).
+    """
+    parsed = sre_parse.parse(pattern, flags)
+    if parsed.state.flags & sre_c.SRE_FLAG_IGNORECASE:
+        return ()
+    info = _sequence(parsed.data)
+    best = _best(info)
+    clauses = list(info.clauses)
+    if best is not None:
+        clauses.append(best)
+    return _keep(clauses)
+
+
+def _ascii_reachable(literal: str) -> bool:
+    """Whether some ASCII string matches ``literal`` case-insensitively (the long s matches "s")."""
+    return all(any(re.fullmatch(re.escape(ch), chr(a), re.IGNORECASE) for a in range(128)) for ch in literal)
+
+
+def _ascii_requirements(pattern: str, flags: int) -> tuple[Clause, ...]:
+    """Clauses every case-insensitive match in an ASCII text satisfies in the lowered text."""
+    clauses: list[Clause] = []
+    for clause in requirements(pattern, flags & ~re.IGNORECASE):
+        kept = set()
+        for literal in clause:
+            if literal.isascii():
+                kept.add(literal.lower())
+            elif _ascii_reachable(literal):
+                break  # cannot be looked up in the lowered text: drop the clause
+        else:
+            if not kept:
+                return (frozenset(),)  # no ASCII text can satisfy this clause
+            clauses.append(frozenset(kept))
+    return tuple(clauses)
+
+
+class _Need:
+    """One clause, compiled: its literals by their first three characters, and those shorter."""
+
+    __slots__ = ("by_gram", "grams", "literals", "serial", "short")
+
+    def __init__(self, clause: Clause) -> None:
+        by_gram: dict[str, list[str]] = {}
+        for s in sorted(clause):
+            if len(s) >= 3:
+                by_gram.setdefault(s[:3], []).append(s)
+        self.by_gram = {g: tuple(v) for g, v in by_gram.items()}
+        self.grams = frozenset(by_gram)
+        self.short = tuple(s for s in clause if len(s) < 3)
+        self.literals = tuple(sorted(clause))
+        self.serial = len(_NEEDS)  # compiled clauses are numbered in order
+
+
+_NEEDS: dict[Clause, _Need] = {}
+
+
+# Every compiled clause by the first three characters of its literals.
+_BY_GRAM: dict[str, list[_Need]] = {}
+
+
+def _compiled_needs(clauses: Iterable[Clause]) -> tuple[_Need, ...]:
+    # Equal clauses share one _Need, so a text tests each once.
+    out = []
+    for clause in clauses:
+        need = _NEEDS.get(clause)
+        if need is None:
+            need = _NEEDS[clause] = _Need(clause)
+            for gram in need.grams:
+                _BY_GRAM.setdefault(gram, []).append(need)
+        out.append(need)
+    return tuple(out)
+
+
+class Literals:
+    """Which of a clause's literals one text contains, each clause answered once.
+
+    With ``index`` (for many patterns, such as the poisoning rules) the text's three-character
+    substrings are indexed first, and a literal is searched for only if its first three
+    characters occur; without it (a few patterns) each literal is searched for directly.
+    """
+
+    __slots__ = ("_candidates", "_grams", "_index", "_known", "_lowered", "_seen", "text")
+
+    def __init__(self, text: str, *, index: bool = True) -> None:
+        self.text = text
+        self._index = index
+        self._grams: set[str] | None = None
+        self._candidates: set[_Need] = set()
+        self._known = 0  # clauses compiled before the candidates were listed
+        self._seen: dict[_Need, bool] = {}
+        self._lowered: Literals | None = None
+
+    def lowered(self) -> Literals | None:
+        """The same for the lowered text, if the text is ASCII (else ``None``: case is not plain)."""
+        if self._lowered is None and self.text.isascii():
+            self._lowered = Literals(self.text.lower(), index=self._index)
+        return self._lowered
+
+    def _may(self, need: _Need) -> bool:
+        contains = self.text.__contains__
+        if not self._index:
+            found = self._seen[need] = any(map(contains, need.literals))
+            return found
+        if self._grams is None:
+            t = self.text
+            self._grams = set(map("".join, zip(t, t[1:], t[2:], strict=False)))
+            # The clauses one of whose literals starts with a three characters of the text.
+            self._candidates = {n for g in self._grams.intersection(_BY_GRAM) for n in _BY_GRAM[g]}
+            self._known = len(_NEEDS)
+        found = any(map(contains, need.short)) or (
+            (need in self._candidates or need.serial >= self._known)
+            and any(any(map(contains, need.by_gram[g])) for g in need.grams.intersection(self._grams))
+        )
+        self._seen[need] = found
+        return found
+
+    def may_satisfy(self, needs: Iterable[_Need]) -> bool:
+        """False if some clause has no literal in the text (so nothing needing it can match)."""
+        seen = self._seen
+        for need in needs:
+            found = seen.get(need)
+            if not (self._may(need) if found is None else found):
+                return False
+        return True
+
+
+_MAX_NARROWED = 512
+
+
+@dataclass(frozen=True)
+class Prefiltered:
+    """An alternation that runs, on each text, only the alternatives that text can match."""
+
+    alternatives: tuple[str, ...]
+    flags: int = 0
+    _needs: tuple[tuple[_Need, ...], ...] = field(init=False, repr=False)
+    _ignorecase: bool = field(init=False, repr=False)
+    _compiled: dict[tuple[int, ...], re.Pattern[str] | None] = field(
+        init=False, repr=False, default_factory=dict
+    )
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_ignorecase", bool(self.flags & re.IGNORECASE))
+        if self._ignorecase:
+            needs = tuple(_compiled_needs(_ascii_requirements(a, self.flags)) for a in self.alternatives)
+        else:
+            needs = tuple(_compiled_needs(requirements(a, self.flags)) for a in self.alternatives)
+        object.__setattr__(self, "_needs", needs)
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        """The whole alternation, as the reference path compiles it."""
+        return re.compile("|".join(f"(?:{a})" for a in self.alternatives), self.flags)
+
+    def narrowed(self, literals: Literals) -> re.Pattern[str] | None:
+        """The alternation of the alternatives ``literals.text`` may match, or ``None`` if there are none."""
+        if self._ignorecase:
+            lowered = literals.lowered()
+            if lowered is None:
+                return self.pattern
+            literals = lowered
+        may = literals.may_satisfy
+        active = tuple(i for i, needs in enumerate(self._needs) if may(needs))
+        try:
+            return self._compiled[active]
+        except KeyError:
+            pass
+        pattern = (
+            re.compile("|".join(f"(?:{self.alternatives[i]})" for i in active), self.flags)
+            if active
+            else None
+        )
+        if len(self._compiled) < _MAX_NARROWED:
+            self._compiled[active] = pattern
+        return pattern
+
+    def finditer(self, text: str, literals: Literals | None = None) -> Iterator[re.Match[str]]:
+        """``pattern.finditer(text)``, faster: the same matches in the same order."""
+        pattern = self.narrowed(literals or Literals(text))
+        return iter(()) if pattern is None else pattern.finditer(text)
+
+    def search(self, text: str, literals: Literals | None = None) -> re.Match[str] | None:
+        """``pattern.search(text)``: the same first match (``literals`` may describe a text containing it)."""
+        pattern = self.narrowed(literals or Literals(text))
+        return None if pattern is None else pattern.search(text)

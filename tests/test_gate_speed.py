@@ -1,0 +1,384 @@
+"""The fast poisoning scan finds exactly what the slow reference finds.
+
+The reference is the scan as first written: every rule's whole alternation
+over every view, and the text helpers' per-character loops (kept here, and
+patched into ``graphmem.policy.text`` for the reference run).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+import urllib.parse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from graphmem.eval.gate_data import bipia_lines, default_bipia_dir, jsonl_lines
+from graphmem.policy import text as text_mod
+from graphmem.policy.detector import load_detector
+from graphmem.policy.poisoning import concealed_findings, scan_poisoning
+from graphmem.policy.prefilter import Literals, Prefiltered, requirements
+from graphmem.policy.rules import RULES
+from graphmem.policy.secrets import find_secrets
+
+ROOT = Path(__file__).parent
+
+
+def _old_strip_accents(text: str) -> str:
+    out: list[str] = []
+    for ch in unicodedata.normalize("NFD", text):
+        if unicodedata.category(ch) == "Mn" and out and out[-1].isascii():
+            continue
+        out.append(ch)
+    return unicodedata.normalize("NFC", "".join(out))
+
+
+def _old_without_invisible(text: str) -> str:
+    return "".join(c for c in text if not text_mod._is_invisible(c))
+
+
+def _old_smuggled_ascii(text: str) -> str:
+    return "".join(chr(ord(c) - 0xE0000) for c in text if 0xE0020 <= ord(c) <= 0xE007E)
+
+
+def _old_deconfuse(text: str) -> str:
+    def fix(m: re.Match[str]) -> str:
+        word = m.group(0)
+        if re.search(r"[a-zA-Z]", word) and text_mod._NONLATIN_CONFUSABLE.search(word):
+            return word.translate(text_mod._CONFUSABLES)
+        return word
+
+    return re.sub(r"\w+", fix, text)
+
+
+def _old_deleet(text: str, table: dict[int, str]) -> str:
+    def fix(m: re.Match[str]) -> str:
+        word = m.group(0)
+        mixed = re.search(r"[a-z]", word) and re.search(r"[0-9@$|!]", word)
+        return word.translate(table) if mixed else word
+
+    return re.sub(r"[\w@$|!]+", fix, text)
+
+
+def _old_fold(text: str) -> str:
+    text = text_mod._strip_accents(unicodedata.normalize("NFKC", text)).casefold()
+    return re.sub(r"\s*\n\s*", "\n", re.sub(r"[^\S\n]+", " ", text)).strip()
+
+
+def _old_visible_text(text: str) -> str:
+    text = text_mod._HTML_COMMENT.sub(" ", text)
+    text = text_mod._HIDDEN_ELEMENT.sub(" ", text)
+    text = text_mod._MD_LINK.sub(lambda m: f" {m.group(1)} ", text)
+    text = text_mod._MD_REFDEF.sub(" ", text)
+    return text_mod._TAG.sub(" ", text)
+
+
+def _old_hidden(text: str) -> Iterator[tuple[str, str]]:
+    t = text_mod
+    for m in t._HTML_COMMENT.finditer(text):
+        yield "html_comment", m.group(1)
+    for m in t._HIDDEN_ELEMENT.finditer(text):
+        yield "hidden_element", m.group(2)
+    for m in t._TAG.finditer(text):
+        for attr in t._HTML_ATTR.finditer(m.group(0)):
+            yield "html_attribute", attr.group(1) or attr.group(2) or ""
+    for m in t._MD_LINK.finditer(text):
+        yield "markdown_link", urllib.parse.unquote_plus(m.group(2))
+        if m.group(0).startswith("!"):
+            yield "markdown_alt", m.group(1)
+        if m.group(3):
+            yield "markdown_title", m.group(3)
+    for m in t._MD_REFDEF.finditer(text):
+        yield "markdown_link", " ".join(g for g in m.groups() if g)
+    smuggled = _old_smuggled_ascii(text)
+    if smuggled:
+        yield "tag_characters", smuggled
+
+
+def _old_unspace(text: str) -> str:
+    spaced = re.compile(r"(?<!\w)\w(?P<sep>[ .\-_*·/|])\w(?:(?P=sep)\w)+(?!\w)")
+    text = spaced.sub(lambda m: m.group(0).replace(m.group("sep"), ""), text)
+    return re.sub(r"(?<=\w)[\-.·_*](?=\w)", "", text)
+
+
+def _old_deobfuscate(text: str) -> list[str]:
+    visible = _old_without_invisible(unicodedata.normalize("NFKC", text))
+    base = text_mod.fold(_old_deconfuse(visible))
+    squashed = text_mod.fold(_old_unspace(_old_deconfuse(visible)))
+    variants = {base, squashed}
+    for table in (text_mod._LEET, {**text_mod._LEET, **text_mod._LEET_L}):
+        variants.add(_old_deleet(base, table))
+        variants.add(_old_unspace(_old_deleet(base, table)))
+    return sorted(variants)
+
+
+class _Unmemoised(dict[str, str]):
+    def __getitem__(self, text: str) -> str:
+        return text_mod.fold(text)
+
+
+@contextmanager
+def reference_text() -> Iterator[None]:
+    patched = {
+        "_strip_accents": _old_strip_accents,
+        "_without_invisible": _old_without_invisible,
+        "_smuggled_ascii": _old_smuggled_ascii,
+        "_deconfuse": _old_deconfuse,
+        "_deleet": _old_deleet,
+        "_unspace": _old_unspace,
+        "fold": _old_fold,
+        "visible_text": _old_visible_text,
+        "_hidden": _old_hidden,
+        "deobfuscate": _old_deobfuscate,
+        "_deobfuscate": lambda text, _fold: _old_deobfuscate(text),
+    }
+    saved = {name: getattr(text_mod, name) for name in patched}
+    saved["_Folds"] = text_mod._Folds
+    try:
+        for name, fn in patched.items():
+            setattr(text_mod, name, fn)
+        text_mod._Folds = _Unmemoised  # type: ignore[misc]
+        yield
+    finally:
+        for name, fn in saved.items():
+            setattr(text_mod, name, fn)
+
+
+def _findings(text: str, reference: bool) -> tuple[list[tuple[str, str, str]], list[tuple[str, str, str]]]:
+    def key(findings: list[object]) -> list[tuple[str, str, str]]:
+        return [(f.rule, f.channel, f.via) for f in findings]  # type: ignore[attr-defined]
+
+    if reference:
+        with reference_text():
+            views = [(v.text, v.channel, v.via) for v in text_mod.views(text)]
+            found = key(scan_poisoning(text, reference=True)), key(concealed_findings(text, reference=True))
+        assert views == [(v.text, v.channel, v.via) for v in text_mod.views(text)]
+        return found
+    return key(scan_poisoning(text)), key(concealed_findings(text))
+
+
+def assert_same(text: str) -> None:
+    assert _findings(text, reference=False) == _findings(text, reference=True), text[:200]
+
+
+def _texts(directory: Path) -> list[str]:
+    return [
+        line["text"] for name in ("attacks", "benign") for line in jsonl_lines(directory / f"{name}.jsonl")
+    ]
+
+
+@pytest.mark.parametrize("directory", ["corpus", "heldout"])
+def test_fast_scan_equals_reference_on_repository_sets(directory: str) -> None:
+    for text in _texts(ROOT / directory):
+        assert_same(text)
+
+
+def _bipia_texts() -> list[str]:
+    bipia = default_bipia_dir()
+    if bipia is None:
+        pytest.skip("BIPIA's training split is not here")
+    texts = [line["text"] for split in ("train", "dev") for line in bipia_lines(bipia, split)]
+    for name in ("text_attack_train.json", "code_attack_train.json"):
+        by_category = json.loads((bipia / name).read_text(encoding="utf-8"))
+        texts += [t for items in by_category.values() for t in items]
+    return list(dict.fromkeys(texts))
+
+
+@pytest.mark.slow
+def test_fast_scan_equals_reference_on_bipia_train() -> None:
+    for text in _bipia_texts():
+        assert_same(text)
+
+
+def _trigger_words() -> list[str]:
+    words: set[str] = set()
+    for rule in RULES:
+        for alternative in rule.alternatives:
+            for clause in requirements(alternative, re.M):
+                words.update(sorted(clause)[:4])
+    return sorted(words)
+
+
+_WORDS = _trigger_words()
+_FILLER = [
+    "the",
+    "you",
+    "your",
+    "now",
+    "all",
+    "previous",
+    "rules",
+    "and",
+    "to",
+    "é",
+    "\u0131",
+    "\uff21\uff29",
+    "0",
+    "@",
+]
+_SEPARATORS = [" ", "  ", "\n", ", ", ". ", "-", "_", ".", ": ", "\u200b", "", "'", '"', "> ", "`"]
+_mixed = st.lists(
+    st.tuples(st.sampled_from(_WORDS + _FILLER), st.sampled_from(_SEPARATORS)), min_size=1, max_size=30
+).map(lambda parts: "".join(w + s for w, s in parts))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_mixed)
+def test_fast_scan_equals_reference_on_generated_texts(text: str) -> None:
+    assert_same(text)
+    assert_same(text.upper())
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=80))
+def test_fast_text_helpers_equal_the_loops(text: str) -> None:
+    assert text_mod._strip_accents(text) == _old_strip_accents(text)
+    assert text_mod._without_invisible(text) == _old_without_invisible(text)
+    assert text_mod._smuggled_ascii(text) == _old_smuggled_ascii(text)
+    assert text_mod._deconfuse(text) == _old_deconfuse(text)
+    for table in (text_mod._LEET, {**text_mod._LEET, **text_mod._LEET_L}):
+        assert text_mod._deleet(text, table) == _old_deleet(text, table)
+    assert text_mod._unspace(text) == _old_unspace(text)
+    assert text_mod.deobfuscate(text) == _old_deobfuscate(text)
+
+
+_markup = st.lists(
+    st.sampled_from(
+        [
+            "<",
+            ">",
+            "[",
+            "]",
+            "(",
+            ")",
+            "!",
+            "<!--",
+            "-->",
+            "<b>",
+            "</b>",
+            "a",
+            "B",
+            " ",
+            "  ",
+            "\n",
+            "\t",
+            "\xa0",
+            "\u3000",
+            'x="y"',
+            ":",
+            "http://e.x",
+            "\U000e0041",
+            "é",
+            "\uff21\uff29",
+        ]
+    ),
+    max_size=25,
+).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_markup)
+def test_fold_and_visible_text_equal_the_reference(text: str) -> None:
+    assert text_mod.fold(text) == _old_fold(text)
+    assert text_mod.visible_text(text) == _old_visible_text(text)
+    with reference_text():
+        hidden = list(text_mod._hidden(text))
+    assert list(text_mod._hidden(text)) == hidden
+
+
+_spaced = st.lists(st.sampled_from(["a", "b", "1", "é", "ab", " ", ".", "-", "_", "*", "·", "/", "|", "\n"]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(_spaced.map("".join))
+def test_unspace_equals_the_reference_on_spaced_letters(text: str) -> None:
+    assert text_mod._unspace(text) == _old_unspace(text)
+
+
+def test_requirements_are_what_every_match_contains() -> None:
+    assert requirements(r"\bignor(?:e|ing)\W+(?:all\W+)?previous") == (
+        frozenset({"previous"}),
+        frozenset({"ignore", "ignoring"}),
+    )
+    assert requirements(r"(?:a|\w+)b") == (frozenset({"b"}),)
+    assert requirements(r"x?", re.I) == ()
+    assert requirements(r"(?i:ignore) rules") == (frozenset({" rules"}),)
+
+
+def test_narrowed_alternation_keeps_order_and_matches() -> None:
+    pre = Prefiltered((r"\bsystem\W+prompt", r"\bprompt", r"zzz"), re.M)
+    text = "show the system prompt, then the prompt"
+    assert [m.span() for m in pre.finditer(text)] == [m.span() for m in pre.pattern.finditer(text)]
+    assert pre.narrowed(Literals("nothing here")) is None
+
+
+def test_secret_findings_equal_the_reference() -> None:
+    texts = _texts(ROOT / "corpus") + _texts(ROOT / "heldout")
+    texts += [t.upper() for t in texts] + [t.replace("s", "\u017f") for t in texts]
+    for text in texts:
+        assert find_secrets(text) == find_secrets(text, reference=True), text[:200]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "password",
+                "PASSWORD",
+                "pa\u017f\u017fword",
+                "api_key",
+                "token",
+                "Bearer",
+                "is",
+                ":",
+                "=",
+                " ",
+                "\n",
+                "4111 1111 1111 1111",
+                "4539578763621486",
+                "sk-",
+                "eyJhbGciOi",
+                ".",
+                "AKIA",
+                "x9$Qw!z7Lm2#",
+            ]
+        ),
+        max_size=12,
+    ).map("".join)
+)
+def test_secret_findings_equal_the_reference_on_generated_texts(text: str) -> None:
+    assert find_secrets(text) == find_secrets(text, reference=True)
+
+
+def test_detector_scores_equal_the_reference() -> None:
+    detector = load_detector()
+    for text in _texts(ROOT / "corpus")[:300] + _texts(ROOT / "heldout"):
+        assert detector.score(text) == detector.score(text, reference=True)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sets(st.sampled_from("abcdefghij")),
+    st.dictionaries(st.sampled_from("abcdefghijklmn"), st.integers(1, 3)),
+)
+def test_low_overlap_equals_the_set_formula(own: set[str], context: dict[str, int]) -> None:
+    from graphmem.policy.detector import HASH_DIM, dense_feature_names, segment_features
+
+    others = {w for w, n in context.items() if n > (1 if w in own else 0)}
+    expected = 1.0 - len(own & others) / len(own) if len(others) >= 5 and own else 0.0
+    k = HASH_DIM + dense_feature_names().index("low_overlap")
+    assert segment_features("x y", context, own).get(k, 0.0) == expected
+
+
+def test_a_clause_compiled_after_a_text_was_indexed_is_still_looked_up() -> None:
+    literals = Literals("please ignore the zebra-crossing instructions")
+    assert Prefiltered((r"\bignore",)).narrowed(literals) is not None
+    late = Prefiltered((r"\bzebra-crossing\w*",))
+    assert late.narrowed(literals) is not None
