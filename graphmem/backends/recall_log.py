@@ -29,6 +29,9 @@ class RecallLog:
         self._append = append
         self._delay = delay
         self._lock = threading.Lock()
+        # One flush at a time: a flush that finds the queue empty because another one took
+        # it must still wait for that one's append, or a reader could miss those events.
+        self._flushing = threading.Lock()
         self._queue: list[AuditEvent] = []
         self._wake = threading.Event()
         self._closed = False
@@ -53,16 +56,18 @@ class RecallLog:
                 self.flush()
 
     def flush(self) -> None:
-        """Append every queued event now; on failure they stay queued, in order."""
-        with self._lock:
-            events, self._queue = self._queue, []
-        if events:
-            try:
-                self._append(events)
-            except BaseException:
-                with self._lock:
-                    self._queue[:0] = events
-                raise
+        """Append every event queued so far, and return once they are written (also those
+        another thread's flush had taken); on failure they stay queued, in order."""
+        with self._flushing:
+            with self._lock:
+                events, self._queue = self._queue, []
+            if events:
+                try:
+                    self._append(events)
+                except BaseException:
+                    with self._lock:
+                        self._queue[:0] = events
+                    raise
 
     def close(self) -> None:
         self._closed = True
