@@ -10,7 +10,7 @@ from datetime import timedelta
 from graphmem import Kind, MemoryRecord, MemoryStore, ReadContext, Source, Status, Trust, WriteProposal
 from graphmem.model.write import WriteDecision, WriteOutcome, WriteReason
 from graphmem.render import render_selection
-from tests.conftest import T0
+from tests.conftest import KNOWN, T0
 
 DAY = timedelta(days=1)
 
@@ -78,7 +78,9 @@ def test_untrusted_record_says_so_in_recall_render_and_trace(store: MemoryStore,
             sources=(Source(id="msg-1", type="message", trust=Trust.TRUSTED),),
         )
     )
-    ctx = ReadContext(tenant=tenant, scopes=("user:alice",), now=T0 + DAY, kinds=(Kind.SEMANTIC,))
+    ctx = ReadContext(
+        tenant=tenant, scopes=("user:alice",), as_of=KNOWN, now=T0 + DAY, kinds=(Kind.SEMANTIC,)
+    )
     selection = store.recall(ctx, "ships thursdays")
     taint = {r.id: r.tainted for r in selection.records}
     assert taint == {decision.record_id: True, "trusted": False}
@@ -114,7 +116,9 @@ def test_claim_from_untrusted_episodes_is_tainted_and_widening_it_waits(
         "c-user": "needs_approval_untrusted",
         "c-tena": "needs_approval_untrusted",
     }
-    ctx = ReadContext(tenant=tenant, scopes=("user:alice",), now=T0 + 3 * DAY, kinds=(Kind.SEMANTIC,))
+    ctx = ReadContext(
+        tenant=tenant, scopes=("user:alice",), as_of=KNOWN, now=T0 + 3 * DAY, kinds=(Kind.SEMANTIC,)
+    )
     assert "c-user" not in [r.id for r in store.recall(ctx, "queue worker").records]
 
     proposal_id = store.get(tenant, "c-user").proposal_id  # type: ignore[union-attr]
