@@ -689,9 +689,13 @@ class MemoryStore(LineageOps, WriteGateOps):
     def pending_reasons(self, tenant: str) -> dict[str, str]:
         """Why each record waiting for approval waits (record id → reason code, e.g.
         ``suspected_injection``), from its latest ``pending_approval`` audit event."""
+        tenant = check_tenant(tenant)
+        # The events are read after the waiting records, so every one of those has its event
+        # (a record approved in between is simply left out).
         pending = {r.id for r in self.approvals(tenant)}
+        events = self.audit(tenant)
         reasons: dict[str, str] = {}
-        for event in self.audit(tenant):
+        for event in events:
             if event.action == "pending_approval" and event.reason:
                 for record_id in event.record_ids:
                     if record_id in pending:

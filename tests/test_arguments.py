@@ -70,6 +70,7 @@ BAD: dict[str, tuple[dict[str, Any], dict[str, list[tuple[Any, str]]]]] = {
         },
     ),
     "approvals": ({"tenant": TENANT}, {"tenant": TENANTS}),
+    "pending_reasons": ({"tenant": TENANT}, {"tenant": TENANTS}),
     "approve": (
         {"tenant": TENANT, "proposal_id": "prop-1", "approver": "lead"},
         {"tenant": TENANTS, "proposal_id": IDS, "approver": ACTORS},
