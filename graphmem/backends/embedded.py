@@ -198,7 +198,7 @@ class EmbeddedBackend:
         self._recall_audit_delay = recall_audit_delay
         self._applied = 0
         self._recalls = RecallLog(
-            lambda events: self.apply([AppendAudit(event=e) for e in events]), recall_audit_delay
+            lambda events: self.apply([AppendAudit(event=e) for e in events]), recall_audit_delay, self.write
         )
 
     @staticmethod

@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from contextlib import suppress
+from contextlib import AbstractContextManager, nullcontext, suppress
 
 from graphmem.model import AuditEvent
 
@@ -25,9 +25,19 @@ __all__ = ["RecallLog"]
 class RecallLog:
     """Queued recall events and the thread that appends them with ``append``."""
 
-    def __init__(self, append: Callable[[Sequence[AuditEvent]], None], delay: float) -> None:
+    def __init__(
+        self,
+        append: Callable[[Sequence[AuditEvent]], None],
+        delay: float,
+        transaction: Callable[[], AbstractContextManager[object]] = nullcontext,
+    ) -> None:
+        """``transaction`` opens (or joins) the write ``append`` runs in. A flush enters it
+        before taking the queue, so a flush called inside a transaction and one on another
+        thread take their locks in one order (the store's first, then the queue's)."""
         self._append = append
         self._delay = delay
+        self._transaction = transaction
+        self._in_flight = False
         self._lock = threading.Lock()
         # One flush at a time: a flush that finds the queue empty because another one took
         # it must still wait for that one's append, or a reader could miss those events.
@@ -58,16 +68,23 @@ class RecallLog:
     def flush(self) -> None:
         """Append every event queued so far, and return once they are written (also those
         another thread's flush had taken); on failure they stay queued, in order."""
-        with self._flushing:
+        with self._lock:
+            if not self._queue and not self._in_flight:
+                return
+        with self._transaction(), self._flushing:
             with self._lock:
                 events, self._queue = self._queue, []
-            if events:
-                try:
+                self._in_flight = bool(events)
+            try:
+                if events:
                     self._append(events)
-                except BaseException:
-                    with self._lock:
-                        self._queue[:0] = events
-                    raise
+            except BaseException:
+                with self._lock:
+                    self._queue[:0] = events
+                raise
+            finally:
+                with self._lock:
+                    self._in_flight = False
 
     def close(self) -> None:
         self._closed = True
