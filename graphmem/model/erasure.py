@@ -108,6 +108,7 @@ ERASURE_RULES: dict[type[GraphmemModel], dict[str, FieldRule]] = {
         "embedding": _C,
         "tombstone": _S,
         "proposal_id": _K,
+        "untrusted_lineage": _K,  # a flag: whether support was untrusted only (no text)
     },
     Source: {
         "id": _K,
