@@ -122,6 +122,10 @@ def test_wheel_ships_every_cypher_file(wheel: Path) -> None:
     assert _shipped_cypher_files(wheel) == repo_files
     assert "graphmem/cypher/gate.cypher" in names
     assert "graphmem/backends/cypher.py" in names
+    # The embedded store's SQL statements ship the same way (graphmem.backends.sql).
+    sql_files = sorted(p.name for p in (REPO / "graphmem" / "sql").glob("*.sql"))
+    assert sql_files
+    assert all(f"graphmem/sql/{name}" in names for name in sql_files)
     assert "graphmem/py.typed" in names
     assert not any(n.startswith("cypher/") for n in names), "cypher/ must live inside the package"
 

@@ -197,9 +197,7 @@ class EmbeddedBackend:
         self._memo = _GateMemo(gate_memo)
         self._recall_audit_delay = recall_audit_delay
         self._applied = 0
-        self._recalls = RecallLog(
-            lambda events: self.apply([AppendAudit(event=e) for e in events]), recall_audit_delay, self.write
-        )
+        self._recalls = RecallLog(self._append_recalls, recall_audit_delay, self.write)
 
     @staticmethod
     def _prepare_directory(directory: Path, path: Path) -> None:

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal, Protocol
 
+from graphmem.backends.sql import sql
 from graphmem.errors import BackendUnavailable
 
 __all__ = ["KEYS_ENV", "KeyStore", "Owner", "SqliteKeyStore", "default_key_path"]
@@ -76,10 +77,7 @@ class SqliteKeyStore:
                 conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA secure_delete=ON")
-                conn.execute(
-                    "CREATE TABLE IF NOT EXISTS keys (tenant TEXT NOT NULL, owner TEXT NOT NULL, "
-                    "id TEXT NOT NULL, key BLOB NOT NULL, PRIMARY KEY (tenant, owner, id)) WITHOUT ROWID"
-                )
+                conn.execute(sql("keystore"))
             except (sqlite3.Error, OSError) as err:
                 raise BackendUnavailable(
                     f"cannot open the key store {self.path}: {err}. Set {KEYS_ENV} to a writable file "

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from graphmem.backends.sql import sql
 from graphmem.bench.core import Latency, measure
 from graphmem.store import MemoryStore
 
@@ -184,7 +185,7 @@ def sqlite_key_floors(store: MemoryStore, size: int, repeats: int) -> tuple[list
     try:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = FULL")
-        conn.execute("CREATE TABLE kv (k TEXT PRIMARY KEY, v TEXT NOT NULL) WITHOUT ROWID")
+        conn.execute(sql("bench_floor"))
         conn.execute("BEGIN")
         conn.executemany("INSERT INTO kv VALUES (?, ?)", [(f"k{i}", "x" * 200) for i in range(size)])
         conn.execute("COMMIT")

@@ -1,0 +1,77 @@
+-- The embedded store's SQLite schema (graphmem.backends.sqlite_engine); every statement
+-- is idempotent, so opening a store applies it whole.
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS records (
+    tenant TEXT NOT NULL, id TEXT NOT NULL, scope TEXT NOT NULL,
+    kind TEXT NOT NULL, status TEXT NOT NULL, policy TEXT NOT NULL,
+    content_hash TEXT NOT NULL, fingerprint TEXT NOT NULL,
+    start TEXT, stop TEXT, recency REAL NOT NULL, sensitivity INTEGER NOT NULL,
+    succeeded INTEGER NOT NULL, preconditions TEXT NOT NULL,
+    superseded_at TEXT, invalidated_at TEXT,
+    content TEXT NOT NULL, embedding TEXT, body TEXT NOT NULL,
+    known_from TEXT, changed_at TEXT,
+    UNIQUE (tenant, id)
+);
+CREATE INDEX IF NOT EXISTS records_scope ON records (tenant, scope);
+CREATE INDEX IF NOT EXISTS records_hash ON records (tenant, content_hash);
+-- Listings by status look for the few records not active (pending approval, contested, …).
+CREATE INDEX IF NOT EXISTS records_status ON records (tenant, status) WHERE status != 'active';
+CREATE TABLE IF NOT EXISTS tags (
+    tenant TEXT NOT NULL, tag TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (tenant, tag, id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS tags_record ON tags (tenant, id);
+CREATE TABLE IF NOT EXISTS sources (
+    tenant TEXT NOT NULL, id TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (tenant, id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS cites (
+    tenant TEXT NOT NULL, source TEXT NOT NULL, record TEXT NOT NULL,
+    PRIMARY KEY (tenant, source, record)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS cites_record ON cites (tenant, record);
+CREATE TABLE IF NOT EXISTS derived (
+    tenant TEXT NOT NULL, child TEXT NOT NULL, parent TEXT NOT NULL,
+    PRIMARY KEY (tenant, child, parent)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS derived_parent ON derived (tenant, parent);
+CREATE TABLE IF NOT EXISTS scopes (
+    tenant TEXT NOT NULL, key TEXT NOT NULL, rev INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (tenant, key)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS within (
+    tenant TEXT NOT NULL, child TEXT NOT NULL, parent TEXT NOT NULL, seq INTEGER NOT NULL,
+    recorded TEXT,
+    PRIMARY KEY (tenant, child, parent)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS within_parent ON within (tenant, parent);
+CREATE TABLE IF NOT EXISTS related (
+    tenant TEXT NOT NULL, a TEXT NOT NULL, type TEXT NOT NULL, b TEXT NOT NULL, seq INTEGER NOT NULL,
+    PRIMARY KEY (tenant, a, type, b)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS related_b ON related (tenant, b);
+CREATE TABLE IF NOT EXISTS lineage (
+    tenant TEXT NOT NULL, label TEXT NOT NULL, src TEXT NOT NULL, dst TEXT NOT NULL,
+    dst_is_source INTEGER NOT NULL, at TEXT NOT NULL, reason TEXT, seq INTEGER NOT NULL,
+    recorded TEXT,
+    PRIMARY KEY (tenant, src, label, dst, dst_is_source)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS lineage_dst ON lineage (tenant, dst, label);
+-- Earlier versions of overwritten records (status and fingerprint until a recorded change),
+-- for replays as of an earlier knowledge time.
+CREATE TABLE IF NOT EXISTS versions (
+    tenant TEXT NOT NULL, id TEXT NOT NULL, until TEXT NOT NULL, status TEXT NOT NULL,
+    fingerprint TEXT NOT NULL, PRIMARY KEY (tenant, id, until)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS audit (
+    seq INTEGER PRIMARY KEY, tenant TEXT NOT NULL, at_us INTEGER NOT NULL, body TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS audit_time ON audit (tenant, at_us, seq);
+CREATE TABLE IF NOT EXISTS audit_records (
+    tenant TEXT NOT NULL, record TEXT NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (tenant, record, seq)
+) WITHOUT ROWID;
+-- A scope's revision changes with every write to a record applying to it, in the writing
+-- transaction: gate verdicts cached under a revision are never served after a change,
+-- whichever process made it. Inserts bump it once per batch (the backend); updates here.
+CREATE TRIGGER IF NOT EXISTS records_upd AFTER UPDATE ON records BEGIN
+    INSERT INTO scopes (tenant, key, rev) VALUES (NEW.tenant, NEW.scope, 1)
+    ON CONFLICT (tenant, key) DO UPDATE SET rev = rev + 1;
+    UPDATE scopes SET rev = rev + 1 WHERE tenant = OLD.tenant AND key = OLD.scope AND OLD.scope != NEW.scope;
+END;
