@@ -3,9 +3,10 @@
 // SUPERSEDES / INVALIDATED_BY effect times and the latest time one of them was
 // recorded (entries 10, 11 and 13 of the gate list on its APPLIES_TO edge).
 // Row entry 27, when not null, is the version the row replaces ([until µs,
-// status code, fingerprint, its two tokens]), appended to the node's version
-// lists (v_until, v_status, v_fp, v_tok1, v_tok2) for replays as of earlier
-// knowledge times (see gate.cypher).
+// status code, fingerprint, its two tokens, the whole version sealed or ""]),
+// appended to the node's version lists (v_until, v_status, v_fp, v_tok1, v_tok2,
+// v_body) for replays as of earlier knowledge times (see gate.cypher; a version
+// kept before v_body has none, and a replay returns today's record for it).
 UNWIND $groups AS g
 MERGE (s:Scope {tenant: $tenant, key: g[0]})
   ON CREATE SET s.type = g[1]
@@ -23,7 +24,7 @@ SET m += {
 FOREACH (v IN CASE WHEN row[27] IS NULL THEN [] ELSE [row[27]] END |
   SET m.v_until = coalesce(m.v_until, []) + [v[0]], m.v_status = coalesce(m.v_status, []) + [v[1]],
     m.v_fp = coalesce(m.v_fp, []) + [v[2]], m.v_tok1 = coalesce(m.v_tok1, []) + [v[3]],
-    m.v_tok2 = coalesce(m.v_tok2, []) + [v[4]],
+    m.v_tok2 = coalesce(m.v_tok2, []) + [v[4]], m.v_body = coalesce(m.v_body, []) + [coalesce(v[5], '')],
     m.changed_at = CASE WHEN m.changed_at IS NULL OR m.changed_at < v[0] THEN v[0] ELSE m.changed_at END
 )
 FOREACH (_ IN CASE WHEN row[1] = 'working' THEN [1] ELSE [] END | SET m:Working)

@@ -19,11 +19,11 @@ SET m.status = row[1], m.tombstone = row[2], m.content = row[3], m.content_hash 
 FOREACH (v IN CASE WHEN row[16] IS NULL THEN [] ELSE [row[16]] END |
   SET m.v_until = coalesce(m.v_until, []) + [v[0]], m.v_status = coalesce(m.v_status, []) + [v[1]],
     m.v_fp = coalesce(m.v_fp, []) + [v[2]], m.v_tok1 = coalesce(m.v_tok1, []) + [v[3]],
-    m.v_tok2 = coalesce(m.v_tok2, []) + [v[4]],
+    m.v_tok2 = coalesce(m.v_tok2, []) + [v[4]], m.v_body = coalesce(m.v_body, []) + [coalesce(v[5], '')],
     m.changed_at = CASE WHEN m.changed_at IS NULL OR m.changed_at < v[0] THEN v[0] ELSE m.changed_at END
 )
 FOREACH (_ IN CASE WHEN row[1] = 'erased' THEN [1] ELSE [] END |
-  SET m.v_until = null, m.v_status = null, m.v_fp = null, m.v_tok1 = null, m.v_tok2 = null
+  SET m.v_until = null, m.v_status = null, m.v_fp = null, m.v_tok1 = null, m.v_tok2 = null, m.v_body = null
 )
 WITH m, row
 MATCH (m)-[r:APPLIES_TO]->(:Scope)

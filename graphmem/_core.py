@@ -127,7 +127,9 @@ class StoreCore:
 
     def _prior(self, record: MemoryRecord) -> PriorVersion:
         """``record`` as stored now, kept when a change overwrites it (recorded now)."""
-        return PriorVersion(until=self.clock(), status=record.status, fingerprint=record.fingerprint())
+        return PriorVersion(
+            until=self.clock(), status=record.status, fingerprint=record.fingerprint(), record=record
+        )
 
     if TYPE_CHECKING:
 

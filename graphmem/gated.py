@@ -62,6 +62,11 @@ class Gated(Protocol):
 
     def candidates_digest(self) -> str: ...
 
+    def candidates_digest_with(self, fingerprints: Mapping[str, str]) -> str:
+        """The candidates digest had the candidates in ``fingerprints`` (record id →
+        fingerprint) had those fingerprints; ids that are no candidate are ignored."""
+        ...
+
     def decisions_digest(self, outcomes: Outcomes) -> str:
         """Digest of every decision: the gate's drops plus ``outcomes`` for the survivors."""
         ...
@@ -86,7 +91,12 @@ class RowGate:
         return self.verdicts
 
     def candidates_digest(self) -> str:
-        return digest_of_fragments([_candidate_fragment(_id_json(rid), fp) for rid, fp, _ in self._by_id()])
+        return self.candidates_digest_with({})
+
+    def candidates_digest_with(self, fingerprints: Mapping[str, str]) -> str:
+        return digest_of_fragments(
+            [_candidate_fragment(_id_json(rid), fingerprints.get(rid, fp)) for rid, fp, _ in self._by_id()]
+        )
 
     def decisions_digest(self, outcomes: Outcomes) -> str:
         fragments = [
@@ -211,6 +221,16 @@ class ViewGate:
 
     def candidates_digest(self) -> str:
         return self.verdicts.digests()[0]
+
+    def candidates_digest_with(self, fingerprints: Mapping[str, str]) -> str:
+        v = self.verdicts
+        places = v.digests()[3]
+        fragments = list(v.candidate_fragments)
+        for rid, fingerprint in fingerprints.items():
+            at = places.get(rid)
+            if at is not None:
+                fragments[at] = _candidate_fragment(v.rows[at][1], fingerprint)
+        return digest_of_fragments(fragments)
 
     def decisions_digest(self, outcomes: Outcomes) -> str:
         # The digest of every survivor at the usual outcome is precomputed as bytes; only the

@@ -509,8 +509,10 @@ class LineageOps(StoreCore):
                 ops.append(UpdateRecord(record=erased, erase=True))
                 action = "erased"
             else:
+                # Revoke and release keep the text, and the version they replace: a verify of
+                # an earlier receipt can then still compare every candidate.
                 update = {"status": _STATUS_BY_MODE[mode], "sources": mark_sources(record)}
-                ops.append(UpdateRecord(record=record.model_copy(update=update)))
+                ops.append(UpdateRecord(record=record.model_copy(update=update), prior=self._prior(record)))
                 action = "released" if mode is ForgetMode.RELEASE else "revoked"
             report.append(ForgetEntry(record_id=record.id, action=action, reason=why))
         for record in orphans:
@@ -518,8 +520,14 @@ class LineageOps(StoreCore):
             sources = erase_sources(record.sources, gone=gone, erased=dead_sources)
             ops.append(UpdateRecord(record=record.model_copy(update={"sources": sources}), erase=True))
         for record in kept:
+            # Still supported, its cited source marked: after a revoke the version it replaces
+            # is kept (as for any overwrite); an erase keeps none (it would hold erased data).
             ops.append(
-                UpdateRecord(record=record.model_copy(update={"sources": mark_sources(record)}), erase=erase)
+                UpdateRecord(
+                    record=record.model_copy(update={"sources": mark_sources(record)}),
+                    erase=erase,
+                    prior=None if erase else self._prior(record),
+                )
             )
             report.append(
                 ForgetEntry(

@@ -43,7 +43,7 @@ from graphmem.backends.base import (
 )
 from graphmem.contracts import check_record
 from graphmem.errors import ConflictError, ContractViolation, LineageError, NotFound, TransactionConflict
-from graphmem.gated import LIMITED, as_gated
+from graphmem.gated import LIMITED, Gated, as_gated
 from graphmem.lineage import FORGOTTEN, support_count, support_ends
 from graphmem.lineage_ops import LineageOps
 from graphmem.model import (
@@ -65,6 +65,9 @@ from graphmem.receipts import build_receipt, receipt_differences, receipt_proble
 from graphmem.write_ops import WriteGateOps
 
 __all__ = ["MemoryStore"]
+
+_FORGOTTEN_REASONS = frozenset({DropReason.REVOKED, DropReason.RELEASED, DropReason.ERASED})
+"""What the gate says of a forgotten record."""
 
 Clock = Callable[[], datetime]
 
@@ -577,7 +580,11 @@ class MemoryStore(LineageOps, WriteGateOps):
                 try:
                     records = tuple(
                         self.backend.recalled(
-                            ctx.tenant, receipt.selected_ids, event, sync=self.audit_recalls == "sync"
+                            ctx.tenant,
+                            receipt.selected_ids,
+                            event,
+                            sync=self.audit_recalls == "sync",
+                            as_of=ctx.known_at,
                         )
                     )
                 except TransactionConflict:
@@ -590,7 +597,16 @@ class MemoryStore(LineageOps, WriteGateOps):
     def _recall_now(
         self, ctx: ReadContext, query: str, explain: bool, query_embedding: Sequence[float] | None
     ) -> tuple[Receipt, tuple[Decision, ...]]:
-        gated = as_gated(self.backend.gate(ctx))
+        return self._receipt_of(as_gated(self.backend.gate(ctx)), ctx, query, explain, query_embedding)
+
+    def _receipt_of(
+        self,
+        gated: Gated,
+        ctx: ReadContext,
+        query: str,
+        explain: bool,
+        query_embedding: Sequence[float] | None,
+    ) -> tuple[Receipt, tuple[Decision, ...]]:
         ranked = gated.ranked(query, query_embedding)
         outcomes = _outcomes(ranked, ctx, every=explain)
         selected_ids = [rid for rid, _ in ranked[: ctx.limit] if outcomes[rid][0]]
@@ -657,32 +673,56 @@ class MemoryStore(LineageOps, WriteGateOps):
         if problems:
             return VerifyResult(status="mismatch", differences=tuple(problems))
         with self.backend.reading():
-            again, decisions = self._recall_now(ctx, receipt.query, True, receipt.query_embedding)
+            gated = as_gated(self.backend.gate(ctx))
+            again, decisions = self._receipt_of(gated, ctx, receipt.query, True, receipt.query_embedding)
             if again == receipt:
                 return VerifyResult(status="verified")
         reasons = {d.record_id: d.reason for d in decisions}
         gone = sorted(set(receipt.selected_ids) - set(reasons))
-        # Outside the read: the audit log flushes queued recall events first (a write).
-        forgotten = self._forgotten_since(ctx.tenant, ctx.known_at, reasons)
-        if forgotten and not gone:
-            return VerifyResult(status="changed_since", forgotten=tuple(forgotten))
-        return VerifyResult(status="mismatch", differences=tuple(receipt_differences(receipt, again, gone)))
+        # Outside the read: the audit log flushes queued recall events first (a write). The
+        # log only grows and a version kept after as_of never changes, so reading them after
+        # the replay cannot disagree with it.
+        touched = self._touched_by_forgets(ctx.tenant, ctx.known_at, reasons)
+        if not touched or gone:
+            return VerifyResult(
+                status="mismatch", differences=tuple(receipt_differences(receipt, again, gone))
+            )
+        # The forgotten records as they were then, where a kept version says (revoke and
+        # release keep one; an erase takes them): every other candidate must be unchanged.
+        kept = self.backend.kept_fingerprints(ctx.tenant, touched, ctx.known_at)
+        lost = [rid for rid in touched if rid not in kept]
+        forgotten = [rid for rid in touched if rid in lost or reasons[rid] in _FORGOTTEN_REASONS]
+        unchecked = ["order and decisions: ranked again without the records forgotten since"]
+        if lost:
+            unchecked.append(
+                "candidates: an erase took the fingerprints of " + ", ".join(lost) + "; the others "
+                "were not compared"
+            )
+        elif gated.candidates_digest_with(kept) != receipt.candidates_digest:
+            return VerifyResult(
+                status="mismatch",
+                forgotten=tuple(forgotten),
+                differences=(
+                    "candidates: a record's content or fingerprint, or the set of candidates, "
+                    "differs beside the records forgotten since",
+                ),
+            )
+        if not forgotten:  # only records changed by a forget whose versions replay exactly
+            return VerifyResult(
+                status="mismatch", differences=tuple(receipt_differences(receipt, again, gone))
+            )
+        return VerifyResult(status="changed_since", forgotten=tuple(forgotten), unchecked=tuple(unchecked))
 
-    def _forgotten_since(
+    def _touched_by_forgets(
         self, tenant: str, as_of: datetime, reasons: dict[str, DropReason | None]
     ) -> list[str]:
-        """The candidates a forget request recorded after ``as_of`` took out of use."""
-        forgotten = {
-            DropReason.REVOKED,
-            DropReason.RELEASED,
-            DropReason.ERASED,
-        }
+        """The candidates a forget request recorded after ``as_of`` took out of use or changed."""
         out = {
             rid
             for event in self.backend.audit(tenant, None, as_of)
             if event.action == "forgotten" and event.at > as_of
             for rid in event.record_ids
-            if reasons.get(rid) in forgotten
+            if rid in reasons
         }
         return sorted(out)
 

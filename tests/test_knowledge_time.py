@@ -31,6 +31,7 @@ from graphmem import (
 from graphmem.backends.embedded import EmbeddedBackend
 from graphmem.backends.sqlite_engine import DB_NAME, FORMAT
 from tests.conftest import T0
+from tests.erasure import places_holding
 
 DAY = timedelta(days=1)
 SCOPE = "system:gateway"
@@ -172,6 +173,33 @@ def test_a_forget_since_is_changed_since_not_a_mismatch(
     assert (result.status, result.forgotten, bool(result)) == ("changed_since", ("e1",), False)
 
 
+def test_forgetting_one_of_two_sources_of_a_selected_record_leaves_the_receipt_verified(
+    timed: MemoryStore, clock: Clock, tenant: str
+) -> None:
+    # The record stays supported by the other source; the revoke marks the forgotten one on
+    # it, and keeps the version it replaces.
+    record = claim(tenant, "c1", 1).model_copy(update={"sources": (Source(id="s-a"), Source(id="s-b"))})
+    timed.add(record)
+    then = ctx(tenant, 10)
+    recalled = timed.recall(then, "capture timeouts")
+    assert recalled.ids == ["c1"]
+    clock.at = day(20)
+    report = timed.forget(
+        ForgetRequest(tenant=tenant, target="s-a", mode=ForgetMode.REVOKE, reason="wrong", requested_by="u")
+    )
+    assert [(e.record_id, e.action) for e in report.entries] == [("c1", "kept")]
+    assert timed.verify(recalled.receipt, then) == VerifyResult(status="verified")
+    assert timed.recall(then, "capture timeouts").records == recalled.records
+    # An erase of the other keeps no version (it would hold the erased locator): a forget
+    # changed the record, and the verify says so.
+    clock.at = day(21)
+    timed.forget(
+        ForgetRequest(tenant=tenant, target="s-b", mode=ForgetMode.ERASE, reason="gdpr", requested_by="u")
+    )
+    result = timed.verify(recalled.receipt, then)
+    assert (result.status, result.forgotten) == ("changed_since", ("c1",))
+
+
 def test_tampering_is_a_mismatch_that_says_what_differs(timed: MemoryStore, tenant: str) -> None:
     timed.add_many([episode(tenant, "e1", 1), episode(tenant, "e2", 2, "capture timeout capture timeout")])
     then = ctx(tenant, 10)
@@ -205,6 +233,35 @@ def delete_behind_the_store(store: MemoryStore, tenant: str, rid: str) -> None:
     backend._memo.drop_tenants({tenant})  # type: ignore[attr-defined]
 
 
+@pytest.mark.neo4j
+def test_a_neo4j_version_kept_without_a_body_replays_todays_record(
+    neo4j_driver: neo4j.Driver, tenant: str
+) -> None:
+    from graphmem.backends.neo4j import Neo4jBackend
+
+    clock = Clock(day(1))
+    store = MemoryStore(Neo4jBackend(neo4j_driver), clock=clock)
+    first = store.propose(
+        proposal(tenant, "Capture timeouts are retried once.", "msg-1"), source_trust=Trust.TRUSTED
+    )
+    clock.at = day(12)
+    store.propose(proposal(tenant, "Capture timeouts are retried once.", "msg-2"), source_trust=Trust.TRUSTED)
+    assert [len(r.sources) for r in store.recall(ctx(tenant, 10), "capture").records] == [1]
+    # Versions kept before they had bodies: the node has v_until but no v_body.
+    with neo4j_driver.session() as session:
+        session.run("MATCH (m:Memory {tenant: $t}) REMOVE m.v_body", t=tenant).consume()
+    store.backend._docs.clear()  # type: ignore[attr-defined]
+    store.backend._memo.drop_tenants({tenant})  # type: ignore[attr-defined]
+    assert [len(r.sources) for r in store.recall(ctx(tenant, 10), "capture").records] == [2]
+    clock.at = day(20)
+    store.propose(proposal(tenant, "Capture timeouts are retried once.", "msg-3"), source_trust=Trust.TRUSTED)
+    # The body list is shorter than the time list: bodies align with the newest versions.
+    assert [len(r.sources) for r in store.recall(ctx(tenant, 10), "capture").records] == [3]
+    assert [len(r.sources) for r in store.recall(ctx(tenant, 15), "capture").records] == [2]
+    assert [len(r.sources) for r in store.recall(ctx(tenant, 25), "capture").records] == [3]
+    assert store.recall(ctx(tenant, 10), "capture").ids == [first.record_id]
+
+
 def test_a_format_2_store_is_migrated_in_place(tmp_path: Path, tenant: str) -> None:
     path = tmp_path / "v2"
     clock = Clock(day(20))
@@ -232,7 +289,44 @@ def test_a_format_2_store_is_migrated_in_place(tmp_path: Path, tenant: str) -> N
         assert reason(store, ctx(tenant, 10), "c2") is DropReason.NOT_YET_VALID
         assert reason(store, ctx(tenant, 10, as_of=20), "c2") is None
     conn = sqlite3.connect(path / DB_NAME)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == FORMAT == 3
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == FORMAT == 4
+    conn.close()
+
+
+def test_a_format_3_store_is_migrated_in_place_and_its_bodiless_versions_replay_todays_record(
+    tmp_path: Path, tenant: str
+) -> None:
+    path = tmp_path / "v3"
+    clock = Clock(day(1))
+    with MemoryStore.embedded(path, clock=clock) as store:
+        first = store.propose(
+            proposal(tenant, "Capture timeouts are retried once.", "msg-1"), source_trust=Trust.TRUSTED
+        )
+        clock.at = day(12)
+        store.propose(
+            proposal(tenant, "Capture timeouts are retried once.", "msg-2"), source_trust=Trust.TRUSTED
+        )
+    # Format 3 kept versions without their bodies.
+    conn = sqlite3.connect(path / DB_NAME)
+    conn.execute("ALTER TABLE versions DROP COLUMN body")
+    conn.execute("PRAGMA user_version = 3")
+    conn.commit()
+    conn.close()
+    with MemoryStore.embedded(path, clock=clock) as store:
+        assert store.backend.check() == []  # type: ignore[attr-defined]
+        replay = store.recall(ctx(tenant, 10), "capture")
+        assert replay.ids == [first.record_id]
+        assert [len(r.sources) for r in replay.records] == [2]  # today's record: no body was kept
+        clock.at = day(20)
+        store.propose(
+            proposal(tenant, "Capture timeouts are retried once.", "msg-3"), source_trust=Trust.TRUSTED
+        )
+        # Versions kept from now on have their body.
+        assert [len(r.sources) for r in store.recall(ctx(tenant, 15), "capture").records] == [2]
+        assert [len(r.sources) for r in store.recall(ctx(tenant, 25), "capture").records] == [3]
+    conn = sqlite3.connect(path / DB_NAME)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == FORMAT == 4
+    assert conn.execute("SELECT count(*) FROM versions WHERE body IS NOT NULL").fetchone()[0] == 1
     conn.close()
 
 
@@ -316,6 +410,55 @@ def test_a_contest_and_its_resolution_count_from_when_they_were_recorded(
     )
     assert reason(timed, ctx(tenant, 15, as_of=15), email.record_id) is DropReason.ERASED
     assert timed.verify(receipt, then).forgotten == (email.record_id,)
+
+
+def test_a_replay_returns_each_record_as_the_store_held_it_then(
+    timed: MemoryStore, clock: Clock, tenant: str
+) -> None:
+    # Overwritten three times after the recall: merged sources, a contest, its resolution.
+    first = timed.propose(
+        proposal(tenant, "Alice prefers email on weekdays.", "msg-1", subject="user:alice/channel"),
+        source_trust=Trust.TRUSTED,
+    )
+    assert first.record_id is not None
+    clock.at = day(10)
+    then = ctx(tenant, 10)
+    recalled = timed.recall(then, "prefers email")
+    assert recalled.ids == [first.record_id]
+    clock.at = day(12)
+    timed.propose(
+        proposal(tenant, "Alice prefers email on weekdays.", "msg-2", subject="user:alice/channel"),
+        source_trust=Trust.TRUSTED,
+    )
+    merged = timed.recall(ctx(tenant, 13), "prefers email")
+    assert [len(r.sources) for r in merged.records] == [2]
+    clock.at = day(14)
+    phone = timed.propose(
+        proposal(tenant, "Alice prefers phone calls.", "msg-3", subject="user:alice/channel"),
+        source_trust=Trust.TRUSTED,
+    )
+    assert phone.record_id is not None
+    clock.at = day(20)
+    timed.resolve(tenant, first.record_id, winner_id=phone.record_id, reason="Alice confirmed phone")
+
+    replay = timed.recall(then, "prefers email")
+    assert replay.records == recalled.records  # status active, one source: as it was on day 10
+    assert replay.receipt == recalled.receipt
+    assert timed.recall(ctx(tenant, 13), "prefers email").records == merged.records
+    today = timed.backend.get(tenant, first.record_id)
+    assert today is not None
+    assert len(today.sources) == 2
+    assert today != replay.records[0]
+    assert reason(timed, ctx(tenant, 25), first.record_id) is DropReason.SUPERSEDED
+
+    # An erase takes every kept version with it: nothing of the text is left anywhere.
+    timed.forget(
+        ForgetRequest(
+            tenant=tenant, target=first.record_id, mode=ForgetMode.ERASE, reason="gdpr", requested_by="u"
+        )
+    )
+    assert timed.recall(then, "prefers email").records == ()
+    assert places_holding(timed, tenant, "email on weekdays") == []
 
 
 def test_a_scope_nesting_counts_from_when_it_was_recorded(

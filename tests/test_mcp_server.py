@@ -247,7 +247,7 @@ def run_lifecycle(target: Target, tenant: str, errlog: Path) -> None:
     assert f'<memory id="{record_id}" kind="semantic" scope="user:alice" trust="untrusted"' in text
     assert "Alice wants invoices sent by email" in text
 
-    assert out["verify"] == {"status": "verified", "forgotten": [], "differences": []}
+    assert out["verify"] == {"status": "verified", "forgotten": [], "differences": [], "unchecked": []}
     assert out["verify_other"]["status"] == "mismatch"  # another context (all kinds)
     assert data(recalled)["as_of"] == data(recalled)["now"]
     assert out["explain"]["selected"] is True

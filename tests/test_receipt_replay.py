@@ -24,6 +24,7 @@ from graphmem import (
     Trust,
     WriteProposal,
 )
+from graphmem.backends.base import PutRecord
 from graphmem.model.canonical import canonical_json, sha256
 from tests.conftest import T0
 from tests.test_knowledge_time import Clock, delete_behind_the_store
@@ -164,6 +165,50 @@ def test_a_forget_since_is_reported_not_hidden(store: MemoryStore, seed: int) ->
     assert result.status == "changed_since", result
     assert target in result.forgotten
     assert not result
+    # A revoke keeps the version it replaces, so every candidate was still compared; an erase
+    # took the forgotten record's fingerprint, and the verify says what it could not check.
+    assert any(u.startswith("order and decisions") for u in result.unchecked)
+    assert any(u.startswith("candidates") for u in result.unchecked) == (mode is ForgetMode.ERASE)
+
+
+def _tamper_behind_the_store(timed: MemoryStore, tenant: str, rid: str) -> None:
+    """Overwrite a record through the backend alone: no kept version, no audit event — a
+    change the store never made, as someone with write access to its data could."""
+    record = timed.backend.get(tenant, rid)
+    assert record is not None
+    changed = record.model_copy(update={"content": record.content + " (edited)"})
+    timed.backend.apply([PutRecord(record=changed, replace=True)])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32))
+def test_tampering_beside_a_revoke_is_still_a_mismatch(store: MemoryStore, seed: int) -> None:
+    timed, clock, tenant, ctx, receipt, rng = _setup(store, seed)
+    _later_writes(timed, clock, tenant, rng)
+    if not receipt.selected_ids:
+        return
+    forgotten = rng.choice(receipt.selected_ids)
+    # Candidates as they were then (no version kept since: a change to today's body of one
+    # that has one is no change to what the store knew then).
+    others = [
+        d.record_id
+        for d in timed.recall(ctx, receipt.query, explain=True).decisions
+        if d.record_id != forgotten
+        and not timed.backend.kept_fingerprints(tenant, [d.record_id], ctx.known_at)
+    ]
+    if not others:
+        return
+    clock.at += DAY
+    timed.forget(
+        ForgetRequest(
+            tenant=tenant, target=forgotten, mode=ForgetMode.REVOKE, reason="asked", requested_by="u"
+        )
+    )
+    assert timed.verify(receipt, ctx).status == "changed_since"
+    _tamper_behind_the_store(timed, tenant, rng.choice(others))
+    result = timed.verify(receipt, ctx)
+    assert result.status == "mismatch", result
+    assert any(d.startswith("candidates") for d in result.differences)
 
 
 def _forged(receipt: Receipt, **changes: object) -> Receipt:

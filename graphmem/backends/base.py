@@ -45,11 +45,13 @@ class PriorVersion(GraphmemModel):
     """The version of a record an overwrite replaces, kept so that a replay as of an earlier
     knowledge time sees the record as it was: its status and fingerprint until ``until``,
     when the store recorded the change (an approval, a contest or its resolution, merged
-    sources). Forgetting keeps none: it holds at every time, and an erase removes them."""
+    sources), and the whole record (``record``), which such a replay returns. Forgetting
+    keeps none: it holds at every time, and an erase removes them."""
 
     until: AwareDatetime
     status: Status
     fingerprint: str
+    record: MemoryRecord | None = None
 
 
 class PutRecord(GraphmemModel):
@@ -188,9 +190,17 @@ class Backend(Protocol):
         ...
 
     def recalled(
-        self, tenant: str, record_ids: Sequence[str], audit: AuditEvent | None, *, sync: bool = False
+        self,
+        tenant: str,
+        record_ids: Sequence[str],
+        audit: AuditEvent | None,
+        *,
+        sync: bool = False,
+        as_of: datetime | None = None,
     ) -> list[MemoryRecord]:
-        """``get_many`` of a recall's selection; the recall's audit event (if any) is queued
+        """``get_many`` of a recall's selection, each record as the store held it at the
+        knowledge time ``as_of`` (its kept version when a later overwrite replaced it; today's
+        when ``as_of`` is None); the recall's audit event (if any) is queued
         and appended off the read path (``graphmem.backends.recall_log``), or with ``sync``
         appended before this returns, in a write of its own once the read has ended."""
         ...
@@ -235,6 +245,12 @@ class Backend(Protocol):
 
     def downstream(self, tenant: str, record_ids: Sequence[str]) -> list[Dependent]:
         """Every record transitively derived from ``record_ids`` (not those themselves)."""
+        ...
+
+    def kept_fingerprints(self, tenant: str, record_ids: Sequence[str], as_of: datetime) -> dict[str, str]:
+        """The fingerprint each of ``record_ids`` had at ``as_of`` where a version kept after
+        it says so (record id → fingerprint; records without one are left out): what a
+        verify needs of records forgotten since, which the gate reports as they are now."""
         ...
 
     def related_scopes(self, tenant: str, anchor: str, via: Sequence[str], hops: int) -> set[str]:

@@ -296,10 +296,11 @@ class EmbeddedBackend:
         if prior is None or prior.fingerprint == record.fingerprint():
             return
         until = ts(prior.until)
+        body = None if prior.record is None else prior.record.model_dump_json()
         conn.execute(
-            "INSERT INTO versions (tenant, id, until, status, fingerprint) VALUES (?, ?, ?, ?, ?) "
+            "INSERT INTO versions (tenant, id, until, status, fingerprint, body) VALUES (?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (tenant, id, until) DO NOTHING",
-            (record.tenant, record.id, until, prior.status.value, prior.fingerprint),
+            (record.tenant, record.id, until, prior.status.value, prior.fingerprint, body),
         )
         conn.execute(
             "UPDATE records SET changed_at = ?1 WHERE tenant = ?2 AND id = ?3 "
@@ -813,9 +814,17 @@ class EmbeddedBackend:
         return self._applied, self.engine.data_version()
 
     def recalled(
-        self, tenant: str, record_ids: Sequence[str], audit: AuditEvent | None, *, sync: bool = False
+        self,
+        tenant: str,
+        record_ids: Sequence[str],
+        audit: AuditEvent | None,
+        *,
+        sync: bool = False,
+        as_of: datetime | None = None,
     ) -> list[MemoryRecord]:
         records = self.get_many(tenant, record_ids)
+        if as_of is not None and records:
+            records = self._as_of(tenant, records, as_of)
         if audit is not None:
             if sync or self._recall_audit_delay <= 0:
                 # Appended before recall returns, once its read snapshot has ended.
@@ -823,6 +832,43 @@ class EmbeddedBackend:
             else:
                 self._recalls.add(audit)
         return records
+
+    def _as_of(self, tenant: str, records: list[MemoryRecord], as_of: datetime) -> list[MemoryRecord]:
+        """``records`` as the store held them at ``as_of``: the first version kept after it,
+        where one is (with its body: format 3 kept none, so today's record stands in)."""
+        with self._read() as conn:
+            held: dict[str, tuple[str | None, str]] = {}
+            for rid, body, fingerprint in conn.execute(
+                "SELECT id, body, fingerprint FROM versions WHERE tenant = ? AND until > ? "
+                f"AND id IN ({_marks(len(records))}) ORDER BY id, until",
+                (tenant, ts(as_of), *(r.id for r in records)),
+            ):
+                held.setdefault(rid, (body, fingerprint))
+        if not held:
+            return records
+        out: list[MemoryRecord] = []
+        for record in records:
+            body, fingerprint = held.get(record.id, (None, ""))
+            if body is None:
+                out.append(record)
+                continue
+            if sha256(body) != fingerprint:
+                raise corrupt_error(str(self.engine.path), ValueError(f"version of {record.id!r} altered"))
+            out.append(MemoryRecord.model_validate_json(body))
+        return out
+
+    def kept_fingerprints(self, tenant: str, record_ids: Sequence[str], as_of: datetime) -> dict[str, str]:
+        out: dict[str, str] = {}
+        if not record_ids:
+            return out
+        with self._read() as conn:
+            for rid, fingerprint in conn.execute(
+                "SELECT id, fingerprint FROM versions WHERE tenant = ? AND until > ? "
+                f"AND id IN ({_marks(len(record_ids))}) ORDER BY id, until",
+                (tenant, ts(as_of), *record_ids),
+            ):
+                out.setdefault(rid, fingerprint)
+        return out
 
     def _append_recalls(self, events: Sequence[AuditEvent]) -> None:
         self.apply([AppendAudit(event=e) for e in events])

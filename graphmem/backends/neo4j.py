@@ -724,9 +724,16 @@ class Neo4jBackend:
         return gated["fingerprints"][0], reason
 
     def recalled(
-        self, tenant: str, record_ids: Sequence[str], audit: AuditEvent | None, *, sync: bool = False
+        self,
+        tenant: str,
+        record_ids: Sequence[str],
+        audit: AuditEvent | None,
+        *,
+        sync: bool = False,
+        as_of: datetime | None = None,
     ) -> list[MemoryRecord]:
-        """The selected records, read in read access mode; the recall's audit event is
+        """The selected records as of ``as_of`` (the version kept after it, where a later
+        overwrite replaced one), read in read access mode; the recall's audit event is
         queued (``RecallLog``), or with ``sync`` appended before this returns.
 
         A record this thread's last gate saw is taken from the document cache if
@@ -749,6 +756,10 @@ class Neo4jBackend:
                 )
             rows = found["records"]
             records = self._crypt.records(tenant, rows)
+            current = {r.id for r in records}
+            if as_of is not None:
+                records = self._as_of(tenant, rows, records, as_of)
+                current = {r.id for r, row in zip(records, rows, strict=True) if r.fingerprint() == row[5]}
             if any(r.status is not Status.ACTIVE for r in records):
                 # Only active records pass the gate. This one was erased (its key deleted, or
                 # its node rewritten while the gate read it at read committed) or otherwise
@@ -759,13 +770,47 @@ class Neo4jBackend:
                 )
             for row, record in zip(rows, records, strict=True):
                 held[record.id] = record
-                self._docs.put_record(tenant, row[5], record)
+                if record.id in current:  # the cache holds today's records only
+                    self._docs.put_record(tenant, row[5], record)
         if audit is not None:
             if sync:
                 self._append_recalls([audit])
             else:
                 self._recalls.add(audit)
         return [held[rid] for rid in record_ids if rid in held]
+
+    def _as_of(
+        self, tenant: str, rows: Sequence[Sequence[Any]], records: list[MemoryRecord], as_of: datetime
+    ) -> list[MemoryRecord]:
+        """``records`` (read as ``rows``) as the store held them at ``as_of``: the first
+        version kept after it, where one is. A version kept before versions had bodies
+        has none: today's record stands in for it."""
+        at = micros(as_of)
+        kept: list[tuple[str, int, str]] = []
+        for row in rows:
+            until, bodies = row[6] or [], row[7] or []
+            later = [i for i, u in enumerate(until) if u > at]
+            if later:
+                # Versions kept before bodies were have none: the body list is the shorter.
+                k = later[0] - (len(until) - len(bodies))
+                if k >= 0 and bodies[k]:
+                    kept.append((row[4], until[later[0]], bodies[k]))
+        if not kept:
+            return records
+        opened = self._crypt.versions(tenant, kept)
+        return [opened.get(r.id, r) for r in records]
+
+    def kept_fingerprints(self, tenant: str, record_ids: Sequence[str], as_of: datetime) -> dict[str, str]:
+        if not record_ids:
+            return {}
+        at = micros(as_of)
+        out: dict[str, str] = {}
+        for row in self._read("kept_versions", tenant=tenant, ids=list(record_ids))[0]["records"]:
+            rid, until, fingerprints = row
+            later = [i for i, u in enumerate(until or []) if u > at]
+            if later:
+                out[rid] = fingerprints[later[0]]
+        return out
 
     def _append_recalls(self, events: Sequence[AuditEvent]) -> None:
         self._require_schema()

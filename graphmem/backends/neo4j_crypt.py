@@ -20,6 +20,7 @@ plaintext, as in SIV), so rewriting an unchanged value writes the same bytes.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 from array import array
@@ -169,6 +170,13 @@ class Crypt:
             sources=self.seal_sources(tenant, record.sources, source_keys),
         )
 
+    def seal_version(self, record: MemoryRecord, until: int) -> str:
+        """A kept version (the whole record as it was until ``until`` µs), sealed under the
+        record's key, as text: a node keeps its versions in a list property."""
+        key = self.keys.keys(record.tenant, "record", [record.id], create=True)[record.id]
+        aad = _aad("record", record.tenant, record.id) + f"/v/{until}".encode()
+        return base64.b64encode(seal(key, aad, record.model_dump_json().encode())).decode()
+
     def seal_sources(
         self, tenant: str, sources: Iterable[Source], keys: dict[str, bytes] | None = None
     ) -> list[dict[str, Any]]:
@@ -200,6 +208,22 @@ class Crypt:
         wanted = [row[4] for row in rows if row[3] is not None]
         keys = self.keys.keys(tenant, "record", wanted, create=False) if wanted else {}
         return [self._record(tenant, row, keys.get(row[4])) for row in rows]
+
+    def versions(self, tenant: str, kept: Sequence[tuple[str, int, str]]) -> dict[str, MemoryRecord]:
+        """The kept versions ``(record id, until µs, sealed text)`` opened, by record id; one
+        whose key is gone (erased) is left out."""
+        keys = self.keys.keys(tenant, "record", [rid for rid, _, _ in kept], create=False) if kept else {}
+        out: dict[str, MemoryRecord] = {}
+        for rid, until, text in kept:
+            key = keys.get(rid)
+            if key is None:
+                continue
+            aad = _aad("record", tenant, rid) + f"/v/{until}".encode()
+            try:
+                out[rid] = MemoryRecord.model_validate_json(unseal(key, aad, base64.b64decode(text)))
+            except ValueError:
+                continue
+        return out
 
     def _record(self, tenant: str, row: Sequence[Any], key: bytes | None) -> MemoryRecord:
         text, status, tombstone, sealed, rid = row[:5]

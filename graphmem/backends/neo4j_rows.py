@@ -183,19 +183,22 @@ def _record_row(record: MemoryRecord, sealed: SealedRecord) -> list[Any]:
     ]
 
 
-def _prior_row(record: MemoryRecord, prior: PriorVersion | None) -> list[Any] | None:
+def _prior_row(record: MemoryRecord, prior: PriorVersion | None, crypt: Crypt) -> list[Any] | None:
     """The version an overwrite keeps, as the statements read it: [until in µs, status code,
-    fingerprint, its two tokens]; None when it keeps none (or nothing changed)."""
+    fingerprint, its two tokens, the whole version sealed ("" when the caller kept no
+    record)]; None when it keeps none (or nothing changed)."""
     if prior is None or record.status is Status.ERASED:
         return None
     fingerprint = _stored(record)[1]
     if prior.fingerprint == fingerprint:
         return None
+    until = (prior.until - _EPOCH) // _MICRO
     return [
-        micros(prior.until),
+        until,
         _STATUS_CODE[prior.status],
         prior.fingerprint,
         *fingerprint_tokens(prior.fingerprint),
+        "" if prior.record is None else crypt.seal_version(prior.record, until),
     ]
 
 
@@ -281,14 +284,14 @@ def _chunk_params(name: str, tenant: str, rows: list[Any], crypt: Crypt) -> Iter
                 group = groups.get(record.scope)
                 if group is None:
                     group = groups[record.scope] = [record.scope, scope_type(record.scope), []]
-                group[2].append([*_record_row(record, sealed), _prior_row(record, prior)])
+                group[2].append([*_record_row(record, sealed), _prior_row(record, prior, crypt)])
             lineage = [[r.id, parent] for r in records for parent in r.derived_from]
             yield {"groups": list(groups.values()), "lineage": lineage}
         elif name == "update_records":
             sealed_rows = crypt.seal_records(tenant, [record for record, _ in chunk])
             yield {
                 "rows": [
-                    [*_update_row(record, sealed), _prior_row(record, prior)]
+                    [*_update_row(record, sealed), _prior_row(record, prior, crypt)]
                     for (record, prior), sealed in zip(chunk, sealed_rows, strict=True)
                 ],
                 # One update per source: records citing the same source carry the same state.

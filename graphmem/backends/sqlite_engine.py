@@ -30,10 +30,11 @@ from graphmem.model.canonical import sha256
 __all__ = ["DB_NAME", "FORMAT", "RECORD_ROW", "Engine", "corrupt_error", "record_row", "ts"]
 
 DB_NAME = "graphmem.sqlite3"
-FORMAT = 3
+FORMAT = 4
 """The store format: 0.1 stores (snapshot + journal) were format 1; format 2 had no
 knowledge times (records' ``known_from`` and ``changed_at``, lineage's and within's
-``recorded``, the ``versions`` table), and is migrated in place when opened."""
+``recorded``, the ``versions`` table); format 3 kept versions without their bodies
+(``versions.body``). Formats 2 and 3 are migrated in place when opened."""
 
 _SCHEMA = sql("schema")
 
@@ -135,6 +136,8 @@ class Engine:
                 version = conn.execute("PRAGMA user_version").fetchone()[0]
                 if version == 2:
                     self._migrate_from_2(conn)
+                elif version == 3:
+                    self._migrate_from_3(conn)
                 elif version not in (0, FORMAT):
                     raise BackendUnavailable(
                         f"the store file {str(path)!r} has format {version}; this graphmem reads "
@@ -171,6 +174,21 @@ class Engine:
                     "UPDATE records SET known_from = ? WHERE rowid = ?",
                     [(ts(datetime.fromisoformat(json.loads(b)["created_at"])), rowid) for rowid, b in rows],
                 )
+                conn.execute(f"PRAGMA user_version = {FORMAT}")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    @staticmethod
+    def _migrate_from_3(conn: sqlite3.Connection) -> None:
+        """Format 3 → 4 in one transaction: kept versions get a body column (null for those
+        format 3 kept: a replay returns today's record for them)."""
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            if conn.execute("PRAGMA user_version").fetchone()[0] == 3:  # another process may have won
+                conn.execute("ALTER TABLE versions ADD COLUMN body TEXT")
                 conn.execute(f"PRAGMA user_version = {FORMAT}")
             conn.execute("COMMIT")
         except BaseException:

@@ -513,8 +513,8 @@ class _Tools:
         min_score: Annotated[float, Field(ge=0.0, description="The recall's min_score.")] = 0.0,
     ) -> Annotated[CallToolResult, VerifyResult]:
         """Check a recall's receipt: replay the recall (same arguments, its now and as_of) as of
-        what the store knew then. Returns verified, changed_since (records forgotten since) or
-        mismatch (what differs)."""
+        what the store knew then. Returns verified, changed_since (records forgotten since, and
+        what the replay could not check without them) or mismatch (what differs)."""
 
         def call() -> CallToolResult:
             ctx = self._context(
@@ -529,6 +529,8 @@ class _Tools:
             )
             result = self.store.verify(receipt, ctx)
             detail = ", ".join(result.forgotten or result.differences)
+            if result.unchecked:
+                detail += "; not checked: " + "; ".join(result.unchecked)
             return _result(
                 f"receipt {receipt.digest}: {result.status}{': ' + detail if detail else ''}", result
             )

@@ -108,16 +108,21 @@ class VerifyResult(GraphmemModel):
     """What ``verify`` found when it replayed a receipt as of its knowledge time.
 
     ``verified``: the store still gives exactly this recall. ``changed_since``: records
-    the recall saw were forgotten since (``forgotten``), which legitimately changes a
-    replay — forgetting holds at every time. ``mismatch``: something else differs
-    (``differences`` says what: the receipt's own digests, the context, a record's
-    content or fingerprint, the order, a candidate gone without a forget). Only
-    ``verified`` is true.
+    the recall saw were forgotten since (``forgotten``; a record a forget changed, e.g.
+    by erasing a source it cites, counts too), which legitimately changes a replay —
+    forgetting holds at every time — and nothing else differs that the replay could
+    check; ``unchecked`` says what it could not (the order and the decisions, ranked
+    again without the forgotten records; the candidates' fingerprints when an erase
+    took a forgotten record's). ``mismatch``: something else differs (``differences``
+    says what: the receipt's own digests, the context, a record's content or
+    fingerprint, the order, a candidate gone without a forget). Only ``verified`` is
+    true.
     """
 
     status: Literal["verified", "changed_since", "mismatch"]
     forgotten: tuple[str, ...] = ()
     differences: tuple[str, ...] = ()
+    unchecked: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
         return self.status == "verified"

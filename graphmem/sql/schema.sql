@@ -54,11 +54,12 @@ CREATE TABLE IF NOT EXISTS lineage (
     PRIMARY KEY (tenant, src, label, dst, dst_is_source)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS lineage_dst ON lineage (tenant, dst, label);
--- Earlier versions of overwritten records (status and fingerprint until a recorded change),
--- for replays as of an earlier knowledge time.
+-- Earlier versions of overwritten records (status, fingerprint and the whole record until a
+-- recorded change), for replays as of an earlier knowledge time. A version kept by format 3
+-- has no body: a replay returns today's record for it.
 CREATE TABLE IF NOT EXISTS versions (
     tenant TEXT NOT NULL, id TEXT NOT NULL, until TEXT NOT NULL, status TEXT NOT NULL,
-    fingerprint TEXT NOT NULL, PRIMARY KEY (tenant, id, until)
+    fingerprint TEXT NOT NULL, body TEXT, PRIMARY KEY (tenant, id, until)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS audit (
     seq INTEGER PRIMARY KEY, tenant TEXT NOT NULL, at_us INTEGER NOT NULL, body TEXT NOT NULL
