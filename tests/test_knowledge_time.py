@@ -8,6 +8,7 @@ keeps verifying after later writes; forgetting holds at every time.
 from __future__ import annotations
 
 import sqlite3
+import threading
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -171,6 +172,64 @@ def test_a_forget_since_is_changed_since_not_a_mismatch(
     )
     result = timed.verify(receipt, then)
     assert (result.status, result.forgotten, bool(result)) == ("changed_since", ("e1",), False)
+
+
+def test_replays_racing_overwrites_always_return_what_the_store_held_then(
+    timed: MemoryStore, clock: Clock, tenant: str
+) -> None:
+    # Two threads overwrite the selected records (merged sources, contests) while two replay
+    # the recall of day 10: every replay returns exactly the records and receipt of then.
+    made = [
+        timed.propose(
+            proposal(tenant, f"Capture timeouts at gateway {k} are retried once.", f"msg-{k}"),
+            source_trust=Trust.TRUSTED,
+        )
+        for k in range(4)
+    ]
+    ids = [m.record_id for m in made]
+    clock.at = day(10)
+    then = ctx(tenant, 10)
+    recalled = timed.recall(then, "capture timeouts retried")
+    assert sorted(recalled.ids) == sorted(ids)
+    clock.at = day(11)
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def overwrite(k: int) -> None:
+        try:
+            for n in range(6):
+                rid = ids[(k + n) % len(ids)]
+                if n % 3 == 2:
+                    timed.contest(tenant, rid, by="agent", reason="disputed")
+                else:
+                    content = f"Capture timeouts at gateway {ids.index(rid)} are retried once."
+                    timed.propose(proposal(tenant, content, f"dup-{k}-{n}"), source_trust=Trust.TRUSTED)
+        except BaseException as err:
+            errors.append(err)
+
+    def replay() -> None:
+        try:
+            while not done.is_set():
+                again = timed.recall(then, "capture timeouts retried")
+                assert again.records == recalled.records
+                assert again.receipt == recalled.receipt
+        except BaseException as err:
+            errors.append(err)
+            done.set()
+
+    writers = [threading.Thread(target=overwrite, args=(k,)) for k in range(2)]
+    readers = [threading.Thread(target=replay) for _ in range(2)]
+    for t in [*writers, *readers]:
+        t.start()
+    for t in writers:
+        t.join(timeout=120)
+    done.set()
+    for t in readers:
+        t.join(timeout=120)
+    assert errors == []
+    assert all(not t.is_alive() for t in [*writers, *readers])
+    assert timed.recall(then, "capture timeouts retried").records == recalled.records
+    assert timed.verify(recalled.receipt, then)
 
 
 def test_forgetting_one_of_two_sources_of_a_selected_record_leaves_the_receipt_verified(
