@@ -125,10 +125,16 @@ class StoreCore:
             ]
         )
 
-    def _prior(self, record: MemoryRecord) -> PriorVersion:
-        """``record`` as stored now, kept when a change overwrites it (recorded now)."""
-        return PriorVersion(
-            until=self.clock(), status=record.status, fingerprint=record.fingerprint(), record=record
+    def _prior(self, record: MemoryRecord, *, whole: bool = True) -> PriorVersion:
+        """``record`` as stored now, kept when a change overwrites it (recorded now); without
+        its body unless ``whole`` (a forgotten record is never returned by a replay: a verify
+        needs only its fingerprint)."""
+        # Built from typed values the store holds: no validation needed.
+        return PriorVersion.model_construct(
+            until=self.clock(),
+            status=record.status,
+            fingerprint=record.fingerprint(),
+            record=record if whole else None,
         )
 
     if TYPE_CHECKING:

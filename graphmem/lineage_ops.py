@@ -509,10 +509,11 @@ class LineageOps(StoreCore):
                 ops.append(UpdateRecord(record=erased, erase=True))
                 action = "erased"
             else:
-                # Revoke and release keep the text, and the version they replace: a verify of
-                # an earlier receipt can then still compare every candidate.
+                # Revoke and release keep the text, and the fingerprint of the version they
+                # replace: a verify of an earlier receipt can then still compare every candidate.
                 update = {"status": _STATUS_BY_MODE[mode], "sources": mark_sources(record)}
-                ops.append(UpdateRecord(record=record.model_copy(update=update), prior=self._prior(record)))
+                prior = self._prior(record, whole=False)
+                ops.append(UpdateRecord(record=record.model_copy(update=update), prior=prior))
                 action = "released" if mode is ForgetMode.RELEASE else "revoked"
             report.append(ForgetEntry(record_id=record.id, action=action, reason=why))
         for record in orphans:

@@ -68,6 +68,13 @@ def _micros(value: datetime) -> int:
     return int(value.timestamp() * 1_000_000)
 
 
+_FORGOTTEN = frozenset({Status.REVOKED, Status.RELEASED, Status.ERASED})
+
+
+_Kept = tuple[list[tuple[str, str, str | None, str, str, str | None]], list[tuple[str | None, str, str]]]
+"""Versions an apply keeps (rows of ``versions``) and the records they changed (changed_at)."""
+
+
 def _marks(n: int) -> str:
     return ",".join("?" * n)
 
@@ -248,10 +255,11 @@ class EmbeddedBackend:
             try:
                 batch: list[MemoryRecord] = []
                 events: list[AuditEvent] = []
+                kept: _Kept = ([], [])
                 replacing = False
                 for op in ops:
                     if isinstance(op, PutRecord | UpdateRecord):
-                        self._keep_version(conn, op)
+                        self._keep_version(conn, op, kept)
                         replace = isinstance(op, UpdateRecord) or op.replace
                         if batch and replace != replacing:
                             self._put_records(conn, batch, replacing)
@@ -277,6 +285,7 @@ class EmbeddedBackend:
                     self._put_records(conn, batch, replacing)
                 if events:
                     self._append_audit(conn, events)
+                self._write_versions(conn, kept)
             except BaseException:
                 conn.execute("ROLLBACK TO apply")
                 conn.execute("RELEASE apply")
@@ -285,28 +294,42 @@ class EmbeddedBackend:
             if erased:
                 self.engine.after(lambda: self._after_erase(erased))
 
-    @staticmethod
-    def _keep_version(conn: sqlite3.Connection, op: PutRecord | UpdateRecord) -> None:
-        """Keep the version ``op`` replaces (if it names one); an erase removes every kept one."""
+    @classmethod
+    def _keep_version(cls, conn: sqlite3.Connection, op: PutRecord | UpdateRecord, kept: _Kept) -> None:
+        """Add the version ``op`` replaces (if it names one) to ``kept``, written by
+        ``_write_versions``; an erase removes every kept one (those still in ``kept`` first)."""
         record = op.record
         if record.status is Status.ERASED:
+            cls._write_versions(conn, kept)
             conn.execute("DELETE FROM versions WHERE tenant = ? AND id = ?", (record.tenant, record.id))
             return
         prior = op.prior
-        if prior is None or prior.fingerprint == record.fingerprint():
+        # Another status is another fingerprint: only a change that keeps it needs the hash.
+        if prior is None or (prior.status is record.status and prior.fingerprint == record.fingerprint()):
             return
         until = ts(prior.until)
         body = None if prior.record is None else prior.record.model_dump_json()
-        conn.execute(
-            "INSERT INTO versions (tenant, id, until, status, fingerprint, body) VALUES (?, ?, ?, ?, ?, ?) "
-            "ON CONFLICT (tenant, id, until) DO NOTHING",
-            (record.tenant, record.id, until, prior.status.value, prior.fingerprint, body),
-        )
-        conn.execute(
-            "UPDATE records SET changed_at = ?1 WHERE tenant = ?2 AND id = ?3 "
-            "AND (changed_at IS NULL OR changed_at < ?1)",
-            (until, record.tenant, record.id),
-        )
+        kept[0].append((record.tenant, record.id, until, prior.status.value, prior.fingerprint, body))
+        if record.status not in _FORGOTTEN:  # a replay sees a forgotten record as it is now
+            kept[1].append((until, record.tenant, record.id))
+
+    @staticmethod
+    def _write_versions(conn: sqlite3.Connection, kept: _Kept) -> None:
+        versions, changed = kept
+        if versions:
+            conn.executemany(
+                "INSERT INTO versions (tenant, id, until, status, fingerprint, body) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, id, until) DO NOTHING",
+                versions,
+            )
+            versions.clear()
+        if changed:
+            conn.executemany(
+                "UPDATE records SET changed_at = ?1 WHERE tenant = ?2 AND id = ?3 "
+                "AND (changed_at IS NULL OR changed_at < ?1)",
+                changed,
+            )
+            changed.clear()
 
     def _after_erase(self, tenants: set[str]) -> None:
         """Once the erase has committed: erased text leaves the gate memo (a reader may have
