@@ -218,6 +218,7 @@ def test_a_format_2_store_is_migrated_in_place(tmp_path: Path, tenant: str) -> N
         ("records", "changed_at"),
         ("lineage", "recorded"),
         ("within", "recorded"),
+        ("related", "recorded"),
     ):
         conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
     conn.execute("DROP TABLE versions")
@@ -232,7 +233,7 @@ def test_a_format_2_store_is_migrated_in_place(tmp_path: Path, tenant: str) -> N
         assert reason(store, ctx(tenant, 10), "c2") is DropReason.NOT_YET_VALID
         assert reason(store, ctx(tenant, 10, as_of=20), "c2") is None
     conn = sqlite3.connect(path / DB_NAME)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == FORMAT == 3
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == FORMAT == 4
     conn.close()
 
 
