@@ -118,7 +118,8 @@ def test_a_precedents_receipt_verifies_after_later_relations(
     timed.add(episode(tenant, "ep-gw2", "system:gw-2", 1))
     assert found(timed, at(tenant, 10, as_of=20)) == {"ep-m", "ep-b", "ep-gw2"}
     # The receipt was made for the context precedents read with, rebuilt from the caller's.
-    assert timed.verify(receipt, timed.precedents_context(then, ANCHOR, VIA)) == VerifyResult(status="verified")
+    scoped = timed.precedents_context(then, ANCHOR, VIA)
+    assert timed.verify(receipt, scoped) == VerifyResult(status="verified")
     mine = timed.verify(receipt, then)
     assert mine.status == "mismatch"
     assert any(d.startswith("context") for d in mine.differences)
@@ -177,9 +178,7 @@ def test_an_export_keeps_when_relations_were_recorded(related: MemoryStore, tena
         assert recorded(target.export(copy)) == recorded(lines)
 
 
-def test_a_relation_without_a_recorded_time_is_known_at_every_time(
-    related: MemoryStore, tenant: str
-) -> None:
+def test_a_relation_without_a_recorded_time_is_known_at_every_time(related: MemoryStore, tenant: str) -> None:
     """As written before relations had one, or imported from such a store."""
     related.backend.apply([RelateScopes(tenant=tenant, a="merchant:c", rel_type="USES", b="system:gw")])
     related.add(episode(tenant, "ep-c", "merchant:c", 1))
