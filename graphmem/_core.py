@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Concatenate, Literal, ParamSpec, Protocol, TypeVar
 
-from graphmem.backends.base import AddEdge, Backend, Op, PriorVersion, ScopeWithin
+from graphmem.backends.base import AddEdge, Backend, Op, PriorVersion, RelateScopes, ScopeWithin
 from graphmem.errors import TransactionConflict
 from graphmem.model import MemoryRecord, ReadContext, Selection, WritePolicy
 
@@ -113,13 +113,14 @@ class StoreCore:
     max_query_chars: int
 
     def _apply(self, ops: Sequence[Op]) -> None:
-        """Apply ``ops`` as one batch, each lineage change and scope nesting stamped with the
-        time the store records it (its knowledge time; an import keeps the times it carries)."""
+        """Apply ``ops`` as one batch, each lineage change, scope nesting and scope relation
+        stamped with the time the store records it (its knowledge time; an import keeps the
+        times it carries)."""
         recorded = self.clock()
         self.backend.apply(
             [
                 op.model_copy(update={"recorded": recorded})
-                if isinstance(op, AddEdge | ScopeWithin) and op.recorded is None
+                if isinstance(op, AddEdge | ScopeWithin | RelateScopes) and op.recorded is None
                 else op
                 for op in ops
             ]
@@ -155,12 +156,14 @@ class StoreCore:
 
         def _check_procedure_evidence(self, tenant: str, group: list[MemoryRecord]) -> None: ...
 
-        def recall(
+        def _recall(
             self,
             ctx: ReadContext,
-            query: str = "",
-            explain: bool = False,
+            query: str,
+            explain: bool,
+            query_embedding: Sequence[float] | None,
             *,
-            query_embedding: Sequence[float] | None = None,
+            audit: bool = False,
             actor: str | None = None,
+            narrow: Callable[[ReadContext], ReadContext] | None = None,
         ) -> Selection: ...

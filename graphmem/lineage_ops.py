@@ -343,8 +343,45 @@ class LineageOps(StoreCore):
         actor: str | None = None,
     ) -> Selection:
         """Episodes whose scope is reachable from ``anchor_scope`` over RELATED edges of the types in
-        ``via`` (either direction, at most ``hops``), gated and ranked like any recall."""
+        ``via`` (either direction, at most ``hops``), gated and ranked like any recall.
+
+        Only relations recorded by the context's knowledge time (``ctx.known_at``) are followed,
+        so a replay at an earlier ``now`` / ``as_of`` does not reach scopes related later. The
+        relations are walked and the episodes recalled in one read, and the recall is audited
+        like ``recall``. The receipt is made for ``precedents_context(ctx, anchor_scope, via,
+        hops)`` (the episodes of the reached scopes): verify it with
+        ``verify(receipt, store.precedents_context(ctx, anchor_scope, via, hops))``, with the
+        ``ctx`` passed here. Raises ``ContractViolation`` like ``recall``, and for a bad anchor
+        (``invalid_scope``), relation type (``invalid_relation_type``) or ``hops``
+        (``invalid_hops``).
+        """
         ctx, query, _ = self._read_args("precedents", ctx, query)
+        anchor, types, hops = self._precedents_args(anchor_scope, via, hops)
+        return self._recall(
+            ctx,
+            query,
+            False,
+            None,
+            audit=self.audit_recalls is not False,
+            actor=actor,
+            narrow=lambda asked: self._related_context(asked, anchor, types, hops),
+        )
+
+    def precedents_context(
+        self, ctx: ReadContext, anchor_scope: str, via: Sequence[str], hops: int = 2
+    ) -> ReadContext:
+        """The context ``precedents(ctx, anchor_scope, via, hops)`` recalls with: ``ctx`` limited
+        to episodes, its scopes those reachable from the anchor through relations recorded by
+        ``ctx.known_at``. A relation recorded later does not change it, so it rebuilds the
+        context of an earlier precedents call to ``verify`` its receipt. Raises as ``precedents``.
+        """
+        ctx, _, _ = self._read_args("precedents_context", ctx, "")
+        anchor, types, hops = self._precedents_args(anchor_scope, via, hops)
+        with self.backend.reading():
+            return self._related_context(ctx, anchor, types, hops)
+
+    @staticmethod
+    def _precedents_args(anchor_scope: str, via: Sequence[str], hops: int) -> tuple[str, list[str], int]:
         anchor = check_scope(anchor_scope)
         if isinstance(via, str | bytes) or not isinstance(via, Iterable):
             raise ContractViolation(
@@ -352,12 +389,13 @@ class LineageOps(StoreCore):
                 code="bad_argument",
             )
         types = [check_rel_type(t) for t in via]
-        hops = check_int(hops, "hops", low=0, high=10, code="invalid_hops")
-        reachable = self.backend.related_scopes(ctx.tenant, anchor, types, hops)
-        scoped = ReadContext.model_validate(
+        return anchor, types, check_int(hops, "hops", low=0, high=10, code="invalid_hops")
+
+    def _related_context(self, ctx: ReadContext, anchor: str, types: list[str], hops: int) -> ReadContext:
+        reachable = self.backend.related_scopes(ctx.tenant, anchor, types, hops, as_of=ctx.known_at)
+        return ReadContext.model_validate(
             {**ctx.model_dump(), "scopes": sorted(reachable), "kinds": [Kind.EPISODIC]}
         )
-        return self.recall(scoped, query, explain=False, actor=actor)
 
     # -- forgetting -------------------------------------------------------
 

@@ -557,12 +557,17 @@ class MemoryStore(LineageOps, WriteGateOps):
         *,
         audit: bool = False,
         actor: str | None = None,
+        narrow: Callable[[ReadContext], ReadContext] | None = None,
     ) -> Selection:
+        """``recall``; ``narrow``, when given, turns the checked context into the one the recall
+        reads with, inside the recall's read (``precedents`` reaches its scopes there)."""
         ctx, query, embedding = self._read_args("recall", ctx, query, query_embedding)
         check_flag(explain, "explain")
         actor = check_text(actor, "actor", max_chars=256, optional=True)
+        asked = ctx
         for attempt in range(1, ATTEMPTS + 1):
             with self.backend.reading():
+                ctx = asked if narrow is None else narrow(asked)
                 receipt, decisions = self._recall_now(ctx, query, explain, embedding)
                 event = None
                 if audit:

@@ -190,6 +190,20 @@ BAD: dict[str, tuple[dict[str, Any], dict[str, list[tuple[Any, str]]]]] = {
             "actor": [(5, "bad_argument"), ("x" * 300, "bad_argument")],
         },
     ),
+    "precedents_context": (
+        {"ctx": CTX, "anchor_scope": "user:alice", "via": ["USES"]},
+        {
+            "ctx": CONTEXTS,
+            "anchor_scope": [(None, "invalid_scope"), ("alice", "invalid_scope")],
+            "via": [("USES", "bad_argument"), (None, "bad_argument"), (["uses"], "invalid_relation_type")],
+            "hops": [
+                (2.5, "invalid_hops"),
+                (True, "invalid_hops"),
+                (-1, "invalid_hops"),
+                (11, "invalid_hops"),
+            ],
+        },
+    ),
     "propose": (
         {"proposal": PROPOSAL},
         {

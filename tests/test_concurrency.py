@@ -217,6 +217,85 @@ def test_recall_racing_forget_never_selects_a_forgotten_record(
     assert bad == [], f"{len(bad)} forgotten record(s) selected over {len(selections)} recalls: {bad[:5]}"
 
 
+def test_precedents_racing_relations_and_forgets_never_selects_a_forgotten_episode(
+    store: MemoryStore, tenant: str
+) -> None:
+    """A writer relates merchant after merchant to the gateway and forgets one episode of each
+    merchant related before; readers ask for precedents throughout."""
+    merchants = [f"merchant:m{i}" for i in range(ROUNDS)]
+    store.add_many(
+        MemoryRecord(
+            id=f"ep-{i}-{j}",
+            tenant=tenant,
+            kind=Kind.EPISODIC,
+            scope=scope,
+            content=f"Capture timeouts on the gateway for {scope}, incident {j}.",
+            event_time=SINCE,
+            created_at=SINCE,
+            outcome="verified-success",
+        )
+        for i, scope in enumerate(merchants)
+        for j in range(2)
+    )
+    store.relate_scopes(tenant, merchants[0], "USES", "system:gw")
+    relating_at = {merchants[0]: 0.0, "system:gw": 0.0}
+    forgotten_at: dict[str, float] = {}
+    calls: list[tuple[float, float, list[str], list[str], list[Status]]] = []
+    done = threading.Event()
+
+    def relate_and_forget() -> None:
+        try:
+            for i in range(1, ROUNDS):
+                relating_at[merchants[i]] = time.perf_counter()
+                store.relate_scopes(tenant, merchants[i], "USES", "system:gw")
+                rid = f"ep-{i - 1}-{i % 2}"
+                mode = ForgetMode.ERASE if i % 2 else ForgetMode.REVOKE
+                store.forget(
+                    ForgetRequest(tenant=tenant, target=rid, mode=mode, reason="asked", requested_by="alice")
+                )
+                forgotten_at[rid] = time.perf_counter()
+        finally:
+            done.set()
+
+    def precedents_until_done() -> None:
+        while not done.is_set():
+            started = time.perf_counter()
+            ctx = ReadContext(tenant=tenant, scopes=(merchants[0],), limit=4 * ROUNDS)
+            selection = store.precedents(ctx, merchants[0], via=["USES"], hops=2, query="capture timeouts")
+            records = selection.records
+            calls.append(
+                (
+                    started,
+                    time.perf_counter(),
+                    selection.ids,
+                    [r.scope for r in records],
+                    [r.status for r in records],
+                )
+            )
+
+    results = race(relate_and_forget, precedents_until_done, precedents_until_done)
+    assert [r for r in results if isinstance(r, BaseException)] == []
+    bad = [
+        f"{rid} ({status.value})"
+        for started, _, selected, _, statuses in calls
+        for rid, status in zip(selected, statuses, strict=True)
+        if status is not Status.ACTIVE or forgotten_at.get(rid, started) < started
+    ]
+    early = [
+        f"{scope} before it was related"
+        for _, ended, _, scopes, _ in calls
+        for scope in scopes
+        if relating_at[scope] >= ended
+    ]
+    assert len(calls) > 1
+    assert bad == [], f"{len(bad)} forgotten episode(s) selected over {len(calls)} calls: {bad[:5]}"
+    assert early == [], early[:5]
+    final = store.precedents(
+        ReadContext(tenant=tenant, scopes=(merchants[0],), limit=4 * ROUNDS), merchants[0], via=["USES"]
+    )
+    assert set(final.ids) == {f"ep-{i}-{j}" for i in range(ROUNDS) for j in range(2)} - set(forgotten_at)
+
+
 def test_concurrent_identical_proposals_keep_every_source(
     store: MemoryStore, tenant: str, request: pytest.FixtureRequest
 ) -> None:

@@ -10,6 +10,10 @@ same decision for every record.
 
 A second test adds ``forget`` (release / revoke / erase of a record, source or
 scope, with and without cascade) and compares forget reports and ``trace``.
+
+Programs also relate scopes, each relation recorded at a drawn time; every read
+then compares ``precedents`` from a drawn anchor on both stores, and the scopes it
+reaches with a plain walk over the relations recorded by the read's knowledge time.
 """
 
 from __future__ import annotations
@@ -56,6 +60,15 @@ with warnings.catch_warnings(), contextlib.suppress(ImportError):
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 #: the stores' injected clock (used by invalidate(at=None) and supersede without times)
 CLOCK = T0 + timedelta(hours=3, microseconds=1)
+#: what the clock reads now: CLOCK, except while a relation is written at its drawn time
+_NOW = [CLOCK]
+
+
+def clock() -> datetime:
+    return _NOW[0]
+
+
+RELATION_TYPES = ["USES", "SUCCEEDS"]
 #: the ends of the representable range (microsecond integers in Neo4j, datetimes in embedded)
 EXTREMES = [datetime(1, 1, 1, tzinfo=UTC), datetime(9999, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC)]
 
@@ -206,16 +219,29 @@ TREE = [
 ]
 
 
+relations = st.tuples(
+    st.just("relate"),
+    st.integers(0, len(SCOPES) - 1),
+    st.sampled_from(RELATION_TYPES),
+    st.integers(0, len(SCOPES) - 1),
+    times(0, 6),
+)
+
+
 @st.composite
-def nestings(draw: st.DrawFn) -> list[tuple[str, int, int]]:
+def nestings(draw: st.DrawFn) -> list[tuple[Any, ...]]:
+    """Part of the typical tree, a few extra WITHIN edges and a few relations."""
     kept = [edge for edge in TREE if draw(st.integers(0, 4)) > 0]
-    tree = [("within", SCOPES.index(child), SCOPES.index(parent)) for child, parent in kept]
-    return tree + draw(st.lists(scope_edges(), max_size=3))
+    tree: list[tuple[Any, ...]] = [
+        ("within", SCOPES.index(child), SCOPES.index(parent)) for child, parent in kept
+    ]
+    return tree + draw(st.lists(scope_edges(), max_size=3)) + draw(st.lists(relations, max_size=4))
 
 
 operations = st.one_of(
     st.tuples(st.just("add"), st.lists(record_specs(), min_size=1, max_size=4)),
     scope_edges(),
+    relations,
     st.tuples(st.just("supersede"), st.integers(0, 63), record_specs()),
     st.tuples(
         st.just("invalidate"),
@@ -265,6 +291,9 @@ def read_specs(draw: st.DrawFn) -> dict[str, Any]:
         "policy": draw(st.sampled_from(POLICIES)),
         "query": draw(st.sampled_from(["", *WORDS]) | contents),
         "query_embedding": draw(embeddings),
+        "anchor": draw(st.sampled_from(SCOPES)),
+        "via": draw(st.lists(st.sampled_from(RELATION_TYPES), min_size=1, max_size=2, unique=True)),
+        "hops": draw(st.integers(0, 3)),
     }
 
 
@@ -279,6 +308,8 @@ class Pair:
     neo4j: MemoryStore
     tenant: str
     ids: list[str] = field(default_factory=list)
+    #: (a, type, b, recorded) of every relation written: the reference for precedents' walk
+    relations: list[tuple[str, str, str, datetime]] = field(default_factory=list)
 
     def both(self, what: str, call: Callable[[MemoryStore], Any]) -> tuple[bool, Any, Any]:
         """Run ``call`` on both stores; they must succeed alike or fail with the same error.
@@ -320,6 +351,18 @@ class Pair:
         elif name == "within":
             child, parent = SCOPES[op[1]], SCOPES[op[2]]
             self.both(f"within {child} {parent}", lambda s: s.scope_within(tenant, child, parent))
+        elif name == "relate":
+            a, rel_type, b, recorded = SCOPES[op[1]], op[2], SCOPES[op[3]], op[4]
+            _NOW[0] = recorded
+            try:
+                ok, _, _ = self.both(
+                    f"relate {a} {rel_type} {b} at {recorded}",
+                    lambda s: s.relate_scopes(tenant, a, rel_type, b),
+                )
+            finally:
+                _NOW[0] = CLOCK
+            if ok and not any(r[:3] == (a, rel_type, b) for r in self.relations):
+                self.relations.append((a, rel_type, b, recorded))  # relating again keeps the first time
         elif name == "supersede":
             old_id = self.pick(op[1])
             if old_id is None:
@@ -386,8 +429,20 @@ def _lineage(lineage: Any) -> tuple[Any, ...]:
 
 
 def _context(tenant: str, spec: dict[str, Any]) -> ReadContext:
-    fields = {k: v for k, v in spec.items() if k not in {"query", "query_embedding"}}
+    fields = {k: v for k, v in spec.items() if k not in {"query", "query_embedding", "anchor", "via", "hops"}}
     return ReadContext(tenant=tenant, **fields)
+
+
+def reachable(pair: Pair, anchor: str, via: list[str], hops: int, as_of: datetime) -> set[str]:
+    """The reference walk: scopes at most ``hops`` relations of the types ``via`` away from
+    ``anchor``, either direction, through relations recorded by ``as_of``."""
+    known = [(a, b) for a, t, b, recorded in pair.relations if t in via and recorded <= as_of]
+    seen, frontier = {anchor}, {anchor}
+    for _ in range(hops):
+        step = {b for a, b in known if a in frontier} | {a for a, b in known if b in frontier}
+        frontier = step - seen
+        seen |= frontier
+    return seen
 
 
 def _decisions(selection: Any) -> list[tuple[str, bool, Any, float | None]]:
@@ -408,10 +463,30 @@ def compare_reads(pair: Pair, spec: dict[str, Any]) -> None:
     assert n.receipt == e.receipt
     assert n.records == e.records
     assert pair.neo4j.verify(e.receipt, ctx)
+    compare_precedents(pair, spec, ctx)
     for record_id in pair.ids:
         explained_e = pair.embedded.explain(ctx, record_id)
         explained_n = pair.neo4j.explain(ctx, record_id)
         assert explained_n == explained_e, record_id
+
+
+def compare_precedents(pair: Pair, spec: dict[str, Any], ctx: ReadContext) -> None:
+    anchor, via, hops, query = spec["anchor"], spec["via"], spec["hops"], spec["query"]
+    ok, e, n = pair.both(
+        f"precedents from {anchor} via {via} hops {hops}",
+        lambda s: s.precedents(ctx, anchor, via=via, hops=hops, query=query),
+    )
+    if not ok:
+        return
+    scoped = pair.embedded.precedents_context(ctx, anchor, via, hops)
+    assert set(scoped.scopes) == reachable(pair, anchor, via, hops, ctx.known_at)
+    assert pair.neo4j.precedents_context(ctx, anchor, via, hops) == scoped
+    event(f"precedents reach {min(len(scoped.scopes), 3)}")
+    assert n.ids == e.ids
+    assert n.receipt == e.receipt
+    assert n.records == e.records
+    assert pair.neo4j.verify(e.receipt, scoped)
+    assert e.receipt == pair.embedded.recall(scoped, query).receipt
 
 
 # --------------------------------------------------------------------------
@@ -421,7 +496,7 @@ def compare_reads(pair: Pair, spec: dict[str, Any]) -> None:
 
 @pytest.fixture
 def neo4j_store(neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget) -> MemoryStore:
-    return MemoryStore(Neo4jBackend(neo4j_driver, uri=neo4j_target.uri or ""), clock=lambda: CLOCK)
+    return MemoryStore(Neo4jBackend(neo4j_driver, uri=neo4j_target.uri or ""), clock=clock)
 
 
 EXAMPLES = int(os.environ.get("GRAPHMEM_DIFF_EXAMPLES", "40"))
@@ -460,7 +535,7 @@ def test_neo4j_recalls_exactly_like_embedded(
     reads: list[dict[str, Any]],
 ) -> None:
     """Adds, scope nesting, supersession, invalidation; then recall and explain must agree."""
-    pair = Pair(MemoryStore.embedded(clock=lambda: CLOCK), neo4j_store, f"t-{uuid.uuid4().hex[:12]}")
+    pair = Pair(MemoryStore.embedded(clock=clock), neo4j_store, f"t-{uuid.uuid4().hex[:12]}")
     for op in [*nesting, seed, *program]:
         pair.run(op)
     _check(pair, reads, lineage=False)
@@ -481,7 +556,7 @@ def test_neo4j_forgets_and_traces_exactly_like_embedded(
     reads: list[dict[str, Any]],
 ) -> None:
     """The same with forget requests mixed in; forget reports and trace() must agree too."""
-    pair = Pair(MemoryStore.embedded(clock=lambda: CLOCK), neo4j_store, f"t-{uuid.uuid4().hex[:12]}")
+    pair = Pair(MemoryStore.embedded(clock=clock), neo4j_store, f"t-{uuid.uuid4().hex[:12]}")
     for op in [*nesting, seed, *program]:
         pair.run(op)
     _check(pair, reads, lineage=True)

@@ -334,6 +334,7 @@ def test_a_format_2_store_is_migrated_in_place(tmp_path: Path, tenant: str) -> N
         ("records", "changed_at"),
         ("lineage", "recorded"),
         ("within", "recorded"),
+        ("related", "recorded"),
     ):
         conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
     conn.execute("DROP TABLE versions")
@@ -368,6 +369,7 @@ def test_a_format_3_store_is_migrated_in_place_and_its_bodiless_versions_replay_
     # Format 3 kept versions without their bodies.
     conn = sqlite3.connect(path / DB_NAME)
     conn.execute("ALTER TABLE versions DROP COLUMN body")
+    conn.execute("ALTER TABLE related DROP COLUMN recorded")
     conn.execute("PRAGMA user_version = 3")
     conn.commit()
     conn.close()

@@ -210,6 +210,18 @@ def run_lifecycle(target: Target, tenant: str, errlog: Path) -> None:
         out["precedents"] = await call(
             session, "precedents", anchor_scope="merchant:m-1", via=["USES"], hops=2, query="timeout"
         )
+        found = data(out["precedents"])
+        out["verify_precedents"] = data(
+            await call(
+                session,
+                "verify",
+                receipt=found["receipt"],
+                now=found["now"],
+                as_of=found["as_of"],
+                scopes=found["scopes"],
+                kinds=["episodic"],
+            )
+        )
         out["missing"] = await call(session, "trace", record_id="no-such-record")
         out["bad_scope"] = await call(session, "recall", scopes=["not a scope"])
         out["naive_time"] = await call(
@@ -272,6 +284,8 @@ def run_lifecycle(target: Target, tenant: str, errlog: Path) -> None:
 
     precedents = data(out["precedents"])
     assert [m["id"] for m in precedents["memories"]] == [episode_id]
+    assert precedents["scopes"] == ["merchant:m-1", "merchant:m-2", "system:gw"]
+    assert out["verify_precedents"]["status"] == "verified"
     assert f'<memory id="{episode_id}" kind="episodic" scope="merchant:m-2"' in text_of(out["precedents"])
 
     assert error_code(out["missing"]) == "not_found"

@@ -89,11 +89,15 @@ class ScopeWithin(GraphmemModel):
 
 
 class RelateScopes(GraphmemModel):
+    """``a`` RELATED {``rel_type``} ``b``, recorded at ``recorded`` (None: known at every
+    time): ``precedents`` as of an earlier knowledge time does not follow it."""
+
     op: Literal["relate_scopes"] = "relate_scopes"
     tenant: str
     a: str
     rel_type: str
     b: str
+    recorded: AwareDatetime | None = None
 
 
 class AddEdge(GraphmemModel):
@@ -253,8 +257,12 @@ class Backend(Protocol):
         verify needs of records forgotten since, which the gate reports as they are now."""
         ...
 
-    def related_scopes(self, tenant: str, anchor: str, via: Sequence[str], hops: int) -> set[str]:
-        """Scopes reachable from ``anchor`` over RELATED edges of the given types, either direction."""
+    def related_scopes(
+        self, tenant: str, anchor: str, via: Sequence[str], hops: int, *, as_of: datetime | None
+    ) -> set[str]:
+        """Scopes reachable from ``anchor`` over RELATED edges of the given types, either direction,
+        at most ``hops`` away, through edges recorded by ``as_of`` (None: every edge; an edge with
+        no recorded time is known at every time)."""
         ...
 
     def trace(

@@ -358,9 +358,9 @@ class EmbeddedBackend:
         elif isinstance(op, RelateScopes):
             self._scope(conn, op.tenant, op.a, op.b)
             conn.execute(
-                "INSERT OR IGNORE INTO related (tenant, a, type, b, seq) "
-                "VALUES (?, ?, ?, ?, (SELECT coalesce(max(seq), 0) + 1 FROM related))",
-                (op.tenant, op.a, op.rel_type, op.b),
+                "INSERT OR IGNORE INTO related (tenant, a, type, b, recorded, seq) "
+                "VALUES (?, ?, ?, ?, ?, (SELECT coalesce(max(seq), 0) + 1 FROM related))",
+                (op.tenant, op.a, op.rel_type, op.b, ts(op.recorded)),
             )
         elif isinstance(op, AddEdge):
             self._add_edge(conn, op)
@@ -639,12 +639,21 @@ class EmbeddedBackend:
                         stack.append(other)
         return seen
 
-    def related_scopes(self, tenant: str, anchor: str, via: Sequence[str], hops: int) -> set[str]:
+    def related_scopes(
+        self, tenant: str, anchor: str, via: Sequence[str], hops: int, *, as_of: datetime | None
+    ) -> set[str]:
         wanted = sorted(set(via))
         if not wanted:
             return {anchor}
         frontier, seen = {anchor}, {anchor}
         types = _marks(len(wanted))
+        # An edge with no recorded time (written before relations had one) is known at every time.
+        known = "" if as_of is None else " AND (recorded IS NULL OR recorded <= ?)"
+        step_sql = (
+            f"SELECT b FROM related WHERE tenant = ? AND a = ? AND type IN ({types}){known} "
+            f"UNION SELECT a FROM related WHERE tenant = ? AND b = ? AND type IN ({types}){known}"
+        )
+        limit = () if as_of is None else (ts(as_of),)
         with self._read() as conn:
             for _ in range(hops):
                 step: set[str] = set()
@@ -652,9 +661,7 @@ class EmbeddedBackend:
                     step.update(
                         r[0]
                         for r in conn.execute(
-                            f"SELECT b FROM related WHERE tenant = ? AND a = ? AND type IN ({types}) "
-                            f"UNION SELECT a FROM related WHERE tenant = ? AND b = ? AND type IN ({types})",
-                            (tenant, key, *wanted, tenant, key, *wanted),
+                            step_sql, (tenant, key, *wanted, *limit, tenant, key, *wanted, *limit)
                         )
                     )
                 frontier = step - seen
@@ -1015,8 +1022,10 @@ class EmbeddedBackend:
                 )
             ]
             edges += [
-                RelateScopes(tenant=tenant, a=a, rel_type=t, b=b)
-                for a, t, b in conn.execute("SELECT a, type, b FROM related WHERE tenant = ?", (tenant,))
+                RelateScopes(tenant=tenant, a=a, rel_type=t, b=b, recorded=_dt(rec))
+                for a, t, b, rec in conn.execute(
+                    "SELECT a, type, b, recorded FROM related WHERE tenant = ?", (tenant,)
+                )
             ]
             edges += [
                 AddEdge(

@@ -882,13 +882,17 @@ class Neo4jBackend:
             for record, (_, parents, invalidated) in zip(records, found, strict=True)
         ]
 
-    def related_scopes(self, tenant: str, anchor: str, via: Sequence[str], hops: int) -> set[str]:
+    def related_scopes(
+        self, tenant: str, anchor: str, via: Sequence[str], hops: int, *, as_of: datetime | None
+    ) -> set[str]:
         seen = {anchor}
         frontier = [anchor]
         for _ in range(hops):
             if not frontier:
                 break
-            step = self._read("related_step", tenant=tenant, keys=frontier, via=list(via))
+            step = self._read(
+                "related_step", tenant=tenant, keys=frontier, via=list(via), as_of=micros(as_of)
+            )
             frontier = [r["key"] for r in step if r["key"] not in seen]
             seen.update(frontier)
         return seen
@@ -949,7 +953,15 @@ class Neo4jBackend:
                     )
                 )
             else:
-                edges.append(RelateScopes(tenant=tenant, a=row["a"], rel_type=row["rel_type"], b=row["b"]))
+                edges.append(
+                    RelateScopes(
+                        tenant=tenant,
+                        a=row["a"],
+                        rel_type=row["rel_type"],
+                        b=row["b"],
+                        recorded=from_micros(row["recorded"]),
+                    )
+                )
         for row in self._read("export_lineage_edges", tenant=tenant):
             edges.append(
                 AddEdge(

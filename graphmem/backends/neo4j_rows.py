@@ -247,6 +247,7 @@ def op_row(op: Op) -> tuple[str, str, Any]:
             "rel_type": op.rel_type,
             "a_type": scope_type(op.a),
             "b_type": scope_type(op.b),
+            "recorded": micros(op.recorded),
         }
         return "relate_scopes", op.tenant, row
     if isinstance(op, AddEdge):

@@ -33,8 +33,9 @@ DB_NAME = "graphmem.sqlite3"
 FORMAT = 4
 """The store format: 0.1 stores (snapshot + journal) were format 1; format 2 had no
 knowledge times (records' ``known_from`` and ``changed_at``, lineage's and within's
-``recorded``, the ``versions`` table); format 3 kept versions without their bodies
-(``versions.body``). Formats 2 and 3 are migrated in place when opened."""
+``recorded``, the ``versions`` table); format 3 had no ``recorded`` on scope relations
+(``related``) and kept versions without their bodies (``versions.body``). Formats 2 and
+3 are migrated in place when opened."""
 
 _SCHEMA = sql("schema")
 
@@ -134,10 +135,8 @@ class Engine:
         try:
             with self._guard():
                 version = conn.execute("PRAGMA user_version").fetchone()[0]
-                if version == 2:
-                    self._migrate_from_2(conn)
-                elif version == 3:
-                    self._migrate_from_3(conn)
+                if version in (2, 3):
+                    self._migrate(conn)
                 elif version not in (0, FORMAT):
                     raise BackendUnavailable(
                         f"the store file {str(path)!r} has format {version}; this graphmem reads "
@@ -158,12 +157,16 @@ class Engine:
             raise
 
     @staticmethod
-    def _migrate_from_2(conn: sqlite3.Connection) -> None:
-        """Format 2 → 3 in one transaction: the knowledge-time columns, each record's known
-        from its ``created_at``; lineage edges of a format 2 store are known at every time."""
+    def _migrate(conn: sqlite3.Connection) -> None:
+        """Format 2 or 3 → 4 in one transaction. 2 → 3: the knowledge-time columns, each
+        record's known from its ``created_at``; lineage and WITHIN edges of a format 2 store
+        are known at every time. 3 → 4: scope relations' ``recorded`` (relations of a format 3
+        store are known at every time) and kept versions' ``body`` (null for those format 3
+        kept: a replay returns today's record for them)."""
         try:
             conn.execute("BEGIN IMMEDIATE")
-            if conn.execute("PRAGMA user_version").fetchone()[0] == 2:  # another process may have won
+            version = conn.execute("PRAGMA user_version").fetchone()[0]  # another process may have won
+            if version == 2:
                 conn.execute("ALTER TABLE records ADD COLUMN known_from TEXT")
                 conn.execute("ALTER TABLE records ADD COLUMN changed_at TEXT")
                 conn.execute("ALTER TABLE lineage ADD COLUMN recorded TEXT")
@@ -174,21 +177,12 @@ class Engine:
                     "UPDATE records SET known_from = ? WHERE rowid = ?",
                     [(ts(datetime.fromisoformat(json.loads(b)["created_at"])), rowid) for rowid, b in rows],
                 )
-                conn.execute(f"PRAGMA user_version = {FORMAT}")
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-
-    @staticmethod
-    def _migrate_from_3(conn: sqlite3.Connection) -> None:
-        """Format 3 → 4 in one transaction: kept versions get a body column (null for those
-        format 3 kept: a replay returns today's record for them)."""
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            if conn.execute("PRAGMA user_version").fetchone()[0] == 3:  # another process may have won
-                conn.execute("ALTER TABLE versions ADD COLUMN body TEXT")
+            if version in (2, 3):
+                # Format 2's versions table is created with its body column.
+                for table, column in (("versions", "body"), ("related", "recorded")):
+                    have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+                    if column not in have:
+                        conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
                 conn.execute(f"PRAGMA user_version = {FORMAT}")
             conn.execute("COMMIT")
         except BaseException:

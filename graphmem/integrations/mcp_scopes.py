@@ -201,7 +201,9 @@ class ScopeLimit:
         if isinstance(via, str) or not 0 <= hops <= 10:
             return  # the store refuses these with its own code
         types = [check_rel_type(t) for t in via]
-        reachable = sorted(self.store.backend.related_scopes(self.tenant, anchor, types, hops))
+        # Every relation recorded so far, whatever the read's knowledge time: at least what
+        # precedents can reach.
+        reachable = sorted(self.store.backend.related_scopes(self.tenant, anchor, types, hops, as_of=None))
         outside = [s for s in reachable if not self.allows(s)]
         if outside:
             raise self._refuse(

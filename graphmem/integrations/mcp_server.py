@@ -180,6 +180,11 @@ class SelectionOut(BaseModel):
     as_of: datetime | None = Field(
         default=None, description="The recall's knowledge time; pass it to verify."
     )
+    scopes: list[str] = Field(
+        default_factory=list,
+        description="The scopes the read covered (precedents: the related scopes it reached); "
+        "pass them to verify, with kinds ['episodic'] for precedents.",
+    )
     decisions: list[Decision] = Field(
         default_factory=list, description="With explain: every candidate's decision and drop reason."
     )
@@ -360,7 +365,9 @@ class _Tools:
             nodes.append(node)
         return Lineage(root=lineage.root, nodes=tuple(nodes), edges=lineage.edges)
 
-    def _selection(self, selection: Selection, title: str, explain: bool) -> CallToolResult:
+    def _selection(
+        self, selection: Selection, title: str, explain: bool, scopes: Sequence[str]
+    ) -> CallToolResult:
         scores = {d.record_id: d.score for d in selection.decisions if d.selected}
         out = SelectionOut(
             notice=UNTRUSTED_NOTICE,
@@ -370,6 +377,7 @@ class _Tools:
             receipt=selection.receipt,
             now=selection.receipt.now,
             as_of=selection.receipt.as_of,
+            scopes=list(scopes),
             decisions=list(selection.decisions) if explain else [],
         )
         text = render_memories(
@@ -495,7 +503,10 @@ class _Tools:
                 min_score=min_score,
             )
             return self._selection(
-                self.store.recall(ctx, query, explain=explain, actor=self.principal), "recall", explain
+                self.store.recall(ctx, query, explain=explain, actor=self.principal),
+                "recall",
+                explain,
+                ctx.scopes,
             )
 
         return self._guarded(call)
@@ -513,8 +524,9 @@ class _Tools:
         min_score: Annotated[float, Field(ge=0.0, description="The recall's min_score.")] = 0.0,
     ) -> Annotated[CallToolResult, VerifyResult]:
         """Check a recall's receipt: replay the recall (same arguments, its now and as_of) as of
-        what the store knew then. Returns verified, changed_since (records forgotten since, and
-        what the replay could not check without them) or mismatch (what differs)."""
+        what the store knew then; for a precedents receipt pass the scopes precedents returned and
+        kinds ['episodic']. Returns verified, changed_since (records forgotten since, and what
+        the replay could not check without them) or mismatch (what differs)."""
 
         def call() -> CallToolResult:
             ctx = self._context(
@@ -666,7 +678,9 @@ class _Tools:
             selection = self.store.precedents(
                 ctx, anchor_scope, via=via, hops=hops, query=query, actor=self.principal
             )
-            return self._selection(selection, "precedents", False)
+            # The relations recorded by the read's knowledge time: the scopes it read.
+            scoped = self.store.precedents_context(ctx, anchor_scope, via, hops)
+            return self._selection(selection, "precedents", False, scoped.scopes)
 
         return self._guarded(call)
 

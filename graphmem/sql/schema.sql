@@ -44,6 +44,7 @@ CREATE TABLE IF NOT EXISTS within (
 CREATE INDEX IF NOT EXISTS within_parent ON within (tenant, parent);
 CREATE TABLE IF NOT EXISTS related (
     tenant TEXT NOT NULL, a TEXT NOT NULL, type TEXT NOT NULL, b TEXT NOT NULL, seq INTEGER NOT NULL,
+    recorded TEXT,
     PRIMARY KEY (tenant, a, type, b)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS related_b ON related (tenant, b);
