@@ -866,19 +866,12 @@ class EmbeddedBackend:
     def _as_of(self, tenant: str, records: list[MemoryRecord], as_of: datetime) -> list[MemoryRecord]:
         """``records`` as the store held them at ``as_of``: the first version kept after it,
         where one is (with its body: format 3 kept none, so today's record stands in)."""
-        with self._read() as conn:
-            held: dict[str, tuple[str | None, str]] = {}
-            for rid, body, fingerprint in conn.execute(
-                "SELECT id, body, fingerprint FROM versions WHERE tenant = ? AND until > ? "
-                f"AND id IN ({_marks(len(records))}) ORDER BY id, until",
-                (tenant, ts(as_of), *(r.id for r in records)),
-            ):
-                held.setdefault(rid, (body, fingerprint))
+        held = self._held_at(tenant, [r.id for r in records], as_of)
         if not held:
             return records
         out: list[MemoryRecord] = []
         for record in records:
-            body, fingerprint = held.get(record.id, (None, ""))
+            fingerprint, body = held.get(record.id, ("", None))
             if body is None:
                 out.append(record)
                 continue
@@ -888,17 +881,25 @@ class EmbeddedBackend:
         return out
 
     def kept_fingerprints(self, tenant: str, record_ids: Sequence[str], as_of: datetime) -> dict[str, str]:
-        out: dict[str, str] = {}
+        held = self._held_at(tenant, record_ids, as_of)
+        return {rid: fingerprint for rid, (fingerprint, _) in held.items()}
+
+    def _held_at(
+        self, tenant: str, record_ids: Sequence[str], as_of: datetime
+    ) -> dict[str, tuple[str, str | None]]:
+        """(fingerprint, body or None) of the version of each record held at ``as_of``, where
+        a version kept after it says (the first one kept after it)."""
+        held: dict[str, tuple[str, str | None]] = {}
         if not record_ids:
-            return out
+            return held
         with self._read() as conn:
-            for rid, fingerprint in conn.execute(
-                "SELECT id, fingerprint FROM versions WHERE tenant = ? AND until > ? "
+            for rid, fingerprint, body in conn.execute(
+                "SELECT id, fingerprint, body FROM versions WHERE tenant = ? AND until > ? "
                 f"AND id IN ({_marks(len(record_ids))}) ORDER BY id, until",
                 (tenant, ts(as_of), *record_ids),
             ):
-                out.setdefault(rid, fingerprint)
-        return out
+                held.setdefault(rid, (fingerprint, body))
+        return held
 
     def _append_recalls(self, events: Sequence[AuditEvent]) -> None:
         self.apply([AppendAudit(event=e) for e in events])

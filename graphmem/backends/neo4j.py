@@ -756,10 +756,9 @@ class Neo4jBackend:
                 )
             rows = found["records"]
             records = self._crypt.records(tenant, rows)
-            current = {r.id for r in records}
+            replaced: set[str] = set()
             if as_of is not None:
-                records = self._as_of(tenant, rows, records, as_of)
-                current = {r.id for r, row in zip(records, rows, strict=True) if r.fingerprint() == row[5]}
+                records, replaced = self._as_of(tenant, rows, records, as_of)
             if any(r.status is not Status.ACTIVE for r in records):
                 # Only active records pass the gate. This one was erased (its key deleted, or
                 # its node rewritten while the gate read it at read committed) or otherwise
@@ -770,7 +769,7 @@ class Neo4jBackend:
                 )
             for row, record in zip(rows, records, strict=True):
                 held[record.id] = record
-                if record.id in current:  # the cache holds today's records only
+                if record.id not in replaced:  # the cache holds today's records only
                     self._docs.put_record(tenant, row[5], record)
         if audit is not None:
             if sync:
@@ -781,24 +780,24 @@ class Neo4jBackend:
 
     def _as_of(
         self, tenant: str, rows: Sequence[Sequence[Any]], records: list[MemoryRecord], as_of: datetime
-    ) -> list[MemoryRecord]:
+    ) -> tuple[list[MemoryRecord], set[str]]:
         """``records`` (read as ``rows``) as the store held them at ``as_of``: the first
-        version kept after it, where one is. A version kept before versions had bodies
-        has none: today's record stands in for it."""
+        version kept after it, where one is; and the ids so replaced. A version kept
+        before versions had bodies has none: today's record stands in for it."""
         at = micros(as_of)
         kept: list[tuple[str, int, str]] = []
         for row in rows:
             until, bodies = row[6] or [], row[7] or []
-            later = [i for i, u in enumerate(until) if u > at]
-            if later:
+            first = _first_after(until, at)
+            if first is not None:
                 # Versions kept before bodies were have none: the body list is the shorter.
-                k = later[0] - (len(until) - len(bodies))
+                k = first - (len(until) - len(bodies))
                 if k >= 0 and bodies[k]:
-                    kept.append((row[4], until[later[0]], bodies[k]))
+                    kept.append((row[4], until[first], bodies[k]))
         if not kept:
-            return records
+            return records, set()
         opened = self._crypt.versions(tenant, kept)
-        return [opened.get(r.id, r) for r in records]
+        return [opened.get(r.id, r) for r in records], set(opened)
 
     def kept_fingerprints(self, tenant: str, record_ids: Sequence[str], as_of: datetime) -> dict[str, str]:
         if not record_ids:
@@ -807,9 +806,9 @@ class Neo4jBackend:
         out: dict[str, str] = {}
         for row in self._read("kept_versions", tenant=tenant, ids=list(record_ids))[0]["records"]:
             rid, until, fingerprints = row
-            later = [i for i, u in enumerate(until or []) if u > at]
-            if later:
-                out[rid] = fingerprints[later[0]]
+            first = _first_after(until or [], at)
+            if first is not None:
+                out[rid] = fingerprints[first]
         return out
 
     def _append_recalls(self, events: Sequence[AuditEvent]) -> None:
@@ -999,3 +998,9 @@ class Neo4jBackend:
             self.keys.close()
         if self._owns_driver:
             self.driver.close()
+
+
+def _first_after(until: Sequence[int], at: int | None) -> int | None:
+    """Where the version held at ``at`` is among kept versions held until ``until`` (oldest
+    first): the first held past it; None when none was (today's record is)."""
+    return next((i for i, u in enumerate(until) if at is None or u > at), None)
