@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -799,3 +801,151 @@ def test_a_held_get_sees_a_write_by_another_store_on_the_same_file(tmp_path: Any
         assert lg.get(ns, "a").value == {"n": 1}  # type: ignore[union-attr]
         GraphmemStore(theirs, tenant).put(ns, "a", {"n": 2})
         assert lg.get(ns, "a").value == {"n": 2}  # type: ignore[union-attr]
+
+
+def test_a_put_holds_what_it_wrote_and_writes_to_other_items_keep_what_is_held(
+    store: MemoryStore, tenant: str
+) -> None:
+    """On a backend that tells which records a write changed (the embedded store), a get
+    after a put is served from what the put held, and a write to another item keeps every
+    other held item: no read of versions or gate inputs. A revoke, supersession or
+    invalidation of the item itself is always seen."""
+    lg = GraphmemStore(store, tenant)
+    ns = ("users", "alice")
+    lg.batch([PutOp(ns, f"k{i}", {"n": i}) for i in range(20)])
+    reads: list[str] = []
+    backend = store.backend
+    originals = {name: getattr(backend, name) for name in ("with_id_prefix", "gate_input", "gate_one")
+                 if hasattr(backend, name)}  # fmt: skip
+
+    def counting(name: str) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            reads.append(name)
+            return originals[name](*args, **kwargs)
+
+        return call
+
+    for name in originals:
+        setattr(backend, name, counting(name))
+    try:
+        for i in range(20):
+            assert lg.get(ns, f"k{i}").value == {"n": i}  # type: ignore[union-attr]
+        held = hasattr(backend, "changed_since")
+        assert (reads == []) is held
+        reads.clear()
+        lg.put(ns, "k3", {"n": 33})
+        lg.delete(ns, "k4")
+        reads.clear()
+        assert lg.get(ns, "k3").value == {"n": 33}  # type: ignore[union-attr]
+        assert lg.get(ns, "k4") is None
+        for i in (0, 1, 2, 5, 19):
+            assert lg.get(ns, f"k{i}").value == {"n": i}  # type: ignore[union-attr]
+        if held:  # k3 is held by its put; only k4 (revoked: nothing held) is read again
+            assert reads.count("with_id_prefix") == 1
+    finally:
+        for name, original in originals.items():
+            setattr(backend, name, original)
+    [k5] = [r for r in backend.with_tag(tenant, "langgraph") if r.content and '"n":5' in r.content]
+    [k6] = [r for r in backend.with_tag(tenant, "langgraph") if r.content and '"n":6' in r.content]
+    assert lg.get(ns, "k6") is not None
+    store.invalidate(tenant, k6.id, by=k5.id, reason="wrong")
+    assert lg.get(ns, "k6") is None
+    store.forget(
+        ForgetRequest(tenant=tenant, target=k5.id, mode=ForgetMode.ERASE, reason="r", requested_by="u")
+    )
+    assert lg.get(ns, "k5") is None
+    assert lg.get(ns, "k7").value == {"n": 7}  # type: ignore[union-attr]
+
+
+def test_a_rolled_back_put_is_never_served(store: MemoryStore, tenant: str) -> None:
+    """A put inside the caller's transaction that rolls back leaves the item as it was,
+    for gets that come after the rollback and for the adapter's held items."""
+    lg = GraphmemStore(store, tenant)
+    ns = ("users", "bob")
+    lg.put(ns, "a", {"n": 1})
+    assert lg.get(ns, "a").value == {"n": 1}  # type: ignore[union-attr]
+
+    class Abort(Exception):
+        pass
+
+    def aborted() -> None:
+        with store.backend.write():
+            lg.put(ns, "a", {"n": 2})
+            lg.put(ns, "new", {"n": 3})
+            raise Abort
+
+    with pytest.raises(Abort):
+        aborted()
+    assert lg.get(ns, "a").value == {"n": 1}  # type: ignore[union-attr]
+    assert lg.get(ns, "new") is None
+    lg.put(ns, "a", {"n": 4})
+    assert lg.get(ns, "a").value == {"n": 4}  # type: ignore[union-attr]
+
+
+def test_gets_racing_puts_and_deletes_see_every_acknowledged_write(store: MemoryStore, tenant: str) -> None:
+    """Two writers put and delete keys of one namespace while three readers get them (two
+    through one shared adapter, one through its own): every get returns the last write
+    acknowledged before it started, or one that ran beside it; never an older one, never a
+    value that was not written."""
+    shared = GraphmemStore(store, tenant)
+    ns = ("race",)
+    keys = [f"k{i}" for i in range(6)]
+    lock = threading.Lock()
+    acked: dict[str, list[int | None]] = {k: [] for k in keys}  # None: a delete
+    pending: dict[str, list[int | None]] = {k: [] for k in keys}  # the write in flight, if any
+    written: dict[str, set[int]] = {k: set() for k in keys}
+    stop = threading.Event()
+    failures: list[str] = []
+
+    def writer(parity: int) -> None:
+        # One writer per key (its parity), so a key's writes are acknowledged in order.
+        lg = GraphmemStore(store, tenant)
+        rng = random.Random(parity)
+        mine = [k for k in keys if int(k[1:]) % 2 == parity]
+        n = (parity + 1) * 100_000
+        while not stop.is_set():
+            key, n = rng.choice(mine), n + 1
+            value = None if rng.random() < 0.2 else n
+            with lock:
+                pending[key] = [value]
+                if value is not None:
+                    written[key].add(value)
+            if value is None:
+                lg.delete(ns, key)
+            else:
+                lg.put(ns, key, {"n": value})
+            with lock:
+                acked[key].append(value)
+                pending[key] = []
+
+    def reader(seed: int, lg: GraphmemStore) -> None:
+        rng = random.Random(seed)
+        while not stop.is_set():
+            key = rng.choice(keys)
+            with lock:
+                before, flying = list(acked[key]), list(pending[key])
+            item = lg.get(ns, key)
+            with lock:
+                after = acked[key][len(before) :]
+                flying += pending[key]
+                ever = set(written[key])
+            got = None if item is None else item.value["n"]
+            if got is not None and got not in ever:
+                failures.append(f"{key}: {got} was never written")
+            allowed = {before[-1] if before else None, *after, *flying}
+            if got not in allowed:
+                failures.append(f"{key}: got {got}, allowed {sorted(map(str, allowed))}")
+
+    threads = [threading.Thread(target=writer, args=(parity,)) for parity in (0, 1)]
+    readers = [(3, shared), (4, shared), (5, GraphmemStore(store, tenant))]
+    threads += [threading.Thread(target=reader, args=args) for args in readers]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 4.0
+    while time.monotonic() < deadline and not failures:
+        time.sleep(0.05)
+    stop.set()
+    for t in threads:
+        t.join(60)
+    assert not failures, failures[:5]
+    assert sum(len(v) for v in acked.values()) > 10

@@ -466,3 +466,57 @@ def test_lineage_and_listing_lookups_seek_instead_of_walking_the_tenant(tmp_path
                     assert steps < 20, f"{name} ran {steps * 100} VM steps: it walks the tenant"
             finally:
                 conn.set_progress_handler(None, 0)
+
+
+# -- revisions ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("persisted", [True, False], ids=["persisted", "memory"])
+def test_revisions_tell_what_changed_or_that_it_is_unknown(
+    tmp_path: Path, tenant: str, persisted: bool
+) -> None:
+    """``revision()`` moves with every committed write, the same on every thread's
+    connection; ``changed_since`` names the records this backend's writes touched, and
+    says "unknown" (None) after a scope relation, a rolled-back write transaction, or a
+    write by another connection to the file."""
+    backend = EmbeddedBackend(tmp_path / "s" if persisted else None)
+    try:
+        start = backend.revision()
+        backend.apply([PutRecord(record=_episode(tenant, "a", "one"))])
+        backend.apply([PutRecord(record=_episode(tenant, "b", "two"))])
+        now = backend.revision()
+        assert now != start
+        assert backend.changed_since(start, now) == {"a", "b"}
+        assert backend.changed_since(now, now) == frozenset()
+        seen: list[tuple[int, int]] = []
+        thread = threading.Thread(target=lambda: seen.append(backend.revision()))
+        thread.start()
+        thread.join()
+        assert seen == [now]  # another thread's connection: the same revision
+
+        backend.apply([ScopeWithin(tenant=tenant, child="case:c1", parent="team:t")])
+        assert backend.changed_since(now, backend.revision()) is None
+
+        before = backend.revision()
+
+        class Abort(Exception):
+            pass
+
+        with pytest.raises(Abort), backend.write():  # noqa: PT012
+            backend.apply([PutRecord(record=_episode(tenant, "c", "three"))])
+            raise Abort
+        assert backend.changed_since(before, backend.revision()) is None  # rolled back
+        assert backend.get_many(tenant, ["c"]) == []
+
+        if persisted:
+            before = backend.revision()
+            other = EmbeddedBackend(tmp_path / "s")
+            try:
+                other.apply([PutRecord(record=_episode(tenant, "d", "four"))])
+            finally:
+                other.close()
+            after = backend.revision()
+            assert after != before
+            assert backend.changed_since(before, after) is None  # not this backend's write
+    finally:
+        backend.close()

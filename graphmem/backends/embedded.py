@@ -16,7 +16,7 @@ import time
 from array import array
 from bisect import bisect_right
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -179,6 +179,24 @@ class _GateMemo:
                 self._held -= len(self._entries.pop(key)[3].rows)
 
 
+_CHANGES_HELD = 4096
+"""Writes whose changed ids ``changed_since`` can tell (older ones: ``None``)."""
+
+
+def _touched(ops: Sequence[Op]) -> frozenset[str] | None:
+    """The records whose gate inputs ``ops`` may change: the records written and both ends of
+    lineage edges; ``None`` for anything else that changes the gate (scope relations)."""
+    ids: set[str] = set()
+    for op in ops:
+        if isinstance(op, PutRecord | UpdateRecord):
+            ids.add(op.record.id)
+        elif isinstance(op, AddEdge):
+            ids.update((op.src, op.dst))
+        elif not isinstance(op, AppendAudit):
+            return None
+    return frozenset(ids)
+
+
 class EmbeddedBackend:
     """SQLite underneath: ``directory`` holds the store's database file; ``None`` keeps it in memory.
 
@@ -203,7 +221,12 @@ class EmbeddedBackend:
         self.engine = Engine(path, busy_timeout=busy_timeout)
         self._memo = _GateMemo(gate_memo)
         self._recall_audit_delay = recall_audit_delay
-        self._applied = 0
+        # Committed generation -> the ids of the records whose gate inputs that write may have
+        # changed (None: any); generations this backend did not write are not here.
+        self._changes: OrderedDict[int, frozenset[str] | None] = OrderedDict()
+        self._changes_lock = threading.Lock()
+        self._epoch = 0  # one more for every rolled-back write transaction
+        self.engine.rolled_back = self._rolled_back
         self._recalls = RecallLog(self._append_recalls, recall_audit_delay, self.write)
 
     @staticmethod
@@ -248,8 +271,26 @@ class EmbeddedBackend:
 
     def apply(self, ops: Sequence[Op]) -> None:
         """Every op or none: a savepoint inside the caller's transaction (or its own)."""
-        self._applied += 1  # revision(): before the write, so no reader keeps what it replaces
         erased: set[str] = set()
+        generation = self._apply(ops, erased)
+        touched = _touched(ops)
+        # Told once committed: a reader that sees the generation before that reads again.
+        self.engine.after(lambda: self._committed(generation, touched))
+        if erased:
+            self.engine.after(lambda: self._after_erase(erased))
+
+    def _committed(self, generation: int, touched: frozenset[str] | None) -> None:
+        with self._changes_lock:
+            held = self._changes.get(generation, frozenset())
+            self._changes[generation] = None if held is None or touched is None else held | touched
+            while len(self._changes) > _CHANGES_HELD:
+                self._changes.popitem(last=False)
+
+    def _rolled_back(self) -> None:
+        with self._changes_lock:
+            self._epoch += 1
+
+    def _apply(self, ops: Sequence[Op], erased: set[str]) -> int:
         with self.engine.transaction(write=True) as conn:
             conn.execute("SAVEPOINT apply")
             try:
@@ -286,13 +327,13 @@ class EmbeddedBackend:
                 if events:
                     self._append_audit(conn, events)
                 self._write_versions(conn, kept)
+                generation = self.engine.bump(conn)
             except BaseException:
                 conn.execute("ROLLBACK TO apply")
                 conn.execute("RELEASE apply")
                 raise
             conn.execute("RELEASE apply")
-            if erased:
-                self.engine.after(lambda: self._after_erase(erased))
+            return generation
 
     @classmethod
     def _keep_version(cls, conn: sqlite3.Connection, op: PutRecord | UpdateRecord, kept: _Kept) -> None:
@@ -837,11 +878,32 @@ class EmbeddedBackend:
             return self._candidate(ctx.tenant, row, conn, ctx.known_at), row[13] in matching
 
     def revision(self) -> tuple[int, int]:
-        """Changes whenever the store may have changed: a write applied through this backend
-        (any thread), or a commit by another connection to the file (another thread's or
-        process's, ``PRAGMA data_version`` of this thread's connection). One cheap statement:
-        callers keep what they read under it, and read again when it changes."""
-        return self._applied, self.engine.data_version()
+        """Changes whenever the store may have changed: (rolled-back write transactions of
+        this backend, the store's write generation, which every committed write counts on
+        every connection of every process). One cheap statement: callers keep what they read
+        under it, and ask ``changed_since`` what a newer one changed."""
+        return self._epoch, self.engine.generation()
+
+    def after_commit(self, step: Callable[[], None]) -> None:
+        """Run ``step`` once this thread's outermost transaction has committed (now, outside
+        one); never after a rollback."""
+        self.engine.after(step)
+
+    def changed_since(self, held: tuple[int, int], now: tuple[int, int]) -> frozenset[str] | None:
+        """The ids of the records whose gate verdicts the writes between revisions ``held``
+        and ``now`` may have changed; ``None`` when that is not known: a write transaction
+        rolled back, a scope relation changed, another connection wrote a generation, or it
+        was too many writes ago."""
+        if held[0] != now[0] or now[1] < held[1] or now[1] - held[1] > _CHANGES_HELD:
+            return None
+        ids: set[str] = set()
+        with self._changes_lock:
+            for generation in range(held[1] + 1, now[1] + 1):
+                touched = self._changes.get(generation)
+                if touched is None:
+                    return None
+                ids |= touched
+        return frozenset(ids)
 
     def recalled(
         self,

@@ -38,6 +38,7 @@ knowledge times (records' ``known_from`` and ``changed_at``, lineage's and withi
 3 are migrated in place when opened."""
 
 _SCHEMA = sql("schema")
+_GENERATION = "SELECT value FROM meta WHERE key = 'generation'"
 
 
 RECORD_ROW = (
@@ -131,6 +132,7 @@ class Engine:
         self._writers = threading.Lock() if path is not None else None
         self._shared: sqlite3.Connection | None = None
         self.closed = False
+        self.rolled_back: Callable[[], None] | None = None  # told before a write transaction rolls back
         conn = self._connect()
         try:
             with self._guard():
@@ -296,6 +298,8 @@ class Engine:
                     conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
+                    if self.rolled_back is not None:
+                        self.rolled_back()  # before the rollback: no other writer has gone yet
                     conn.execute("ROLLBACK")
                 raise
             finally:
@@ -319,6 +323,30 @@ class Engine:
             pending.append(step)
         else:
             step()
+
+    def generation(self) -> int:
+        """The store's write generation: one more for every committed write (``bump``), the
+        same number on every connection of every process."""
+        if self.path is None:
+            with self.transaction(write=False) as conn:
+                row = conn.execute(_GENERATION).fetchone()
+        else:
+            conn = self._connect()
+            try:  # (the guard's context manager costs more than the statement: only on failure)
+                row = conn.execute(_GENERATION).fetchone()
+            except sqlite3.DatabaseError:
+                with self._guard():
+                    raise
+        return 0 if row is None else int(row[0])
+
+    @staticmethod
+    def bump(conn: sqlite3.Connection) -> int:
+        """Count a write in this write transaction: the generation it commits as."""
+        (value,) = conn.execute(
+            "INSERT INTO meta (key, value) VALUES ('generation', '1') "
+            "ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1 RETURNING value"
+        ).fetchone()
+        return int(value)
 
     def data_version(self) -> int:
         """SQLite's ``data_version`` on this thread's connection: it changes when another

@@ -300,10 +300,12 @@ class GraphmemStore(BaseStore):
         self._last_seq = 0
         self._linked: set[Namespace] = set()
         self._decoded: OrderedDict[str, _Entry | None] = OrderedDict()
-        # (namespace, key) -> (backend revision, head entry, record, gate candidate, in scope)
-        self._heads: OrderedDict[tuple[Namespace, str], tuple[Any, _Entry, MemoryRecord, Candidate, bool]] = (
-            OrderedDict()
-        )
+        # (namespace, key) -> (its read context's base, head entry, record, gate candidate, in
+        # scope), all read at or after revision _heads_rev; _head_ids: the record id of each
+        self._heads: OrderedDict[
+            tuple[Namespace, str], tuple[ReadContext, _Entry, MemoryRecord, Candidate, bool]
+        ] = OrderedDict()
+        self._head_ids: dict[str, tuple[Namespace, str]] = {}
         self._heads_rev: Any = None
 
     @property
@@ -388,31 +390,54 @@ class GraphmemStore(BaseStore):
             first[entry.namespace] = min(first.get(entry.namespace, entry.order[1]), entry.order[1])
         return sorted(newest.values(), key=lambda e: (first[e.namespace], e.order[1], e.namespace, e.key))
 
+    def _sync_heads(self) -> bool:
+        """Bring the held heads up to the backend's revision: drop every one that a write
+        since may have changed (all of them when the backend cannot tell which, or another
+        connection committed). False when the backend has no revision (nothing is held)."""
+        backend = self.store.backend
+        revision = getattr(backend, "revision", None)
+        if revision is None:
+            return False
+        now_rev = revision()
+        held_rev = self._heads_rev
+        if now_rev != held_rev:
+            changed = None
+            changed_since = getattr(backend, "changed_since", None)
+            if changed_since is not None and held_rev is not None:
+                changed = changed_since(held_rev, now_rev)
+            if changed is None:
+                # Nothing held is known to be current (and an erased item's text must not
+                # stay here), so all of it goes.
+                self._heads.clear()
+                self._head_ids.clear()
+            else:
+                for record_id in changed:
+                    slot = self._head_ids.pop(record_id, None)
+                    if slot is not None:
+                        del self._heads[slot]
+            self._heads_rev = now_rev
+        return True
+
     def _held_head(self, namespace: Namespace, key: str, refresh: bool) -> Item | bool | None:
         """The item from the heads held since the backend's last change: ``None`` when none is
         held (read it), ``False`` when the held one is no longer eligible now.
 
-        A backend with ``revision()`` and ``gate_input()`` (the embedded store) lets a get
-        skip both reads: while the revision stands, the item's versions and the gate's
-        inputs are what they were, and the gate's verdict is recomputed for the time now.
+        A backend with ``revision()``, ``changed_since()`` and ``gate_input()`` (the embedded
+        store) lets a get skip both reads: while no write touched the item, its versions and
+        the gate's inputs are what they were, and the gate's verdict is recomputed for the
+        time now.
         """
-        revision = getattr(self.store.backend, "revision", None)
-        if revision is None:
-            return None
-        now_rev = revision()
-        if now_rev != self._heads_rev:
-            # Something changed: nothing held is known to be current (and an erased item's
-            # text must not stay here), so all of it goes.
-            self._heads.clear()
-            self._heads_rev = now_rev
+        if not self._sync_heads():
             return None
         held = self._heads.get((namespace, key))
         if held is None:
             return None
-        _, entry, record, candidate, in_scope = held
+        base, entry, record, candidate, in_scope = held
         if refresh and entry.ttl is not None:
             return None  # a TTL refresh writes: the slow path does it in one transaction
-        ctx = self._ctx([namespace_scope(namespace)])
+        now = self.clock()
+        # The context of the read that held it, at the time now (its fields are validated).
+        ctx = base.model_copy(update={"now": now, "as_of": max(now, self.store.clock())})
         if drop_reason(candidate, ctx, in_scope) is not None:
             return False
         return Item(
@@ -424,16 +449,25 @@ class GraphmemStore(BaseStore):
         )
 
     def _hold_head(
-        self, namespace: Namespace, entry: _Entry, record: MemoryRecord, inputs: tuple[Candidate, bool]
+        self,
+        namespace: Namespace,
+        entry: _Entry,
+        record: MemoryRecord,
+        inputs: tuple[Candidate, bool],
+        ctx: ReadContext,
     ) -> None:
-        """Keep a head read under the revision taken before reading it (``_held_head``)."""
-        rev = self._heads_rev
-        if rev is None:
+        """Keep a head read at or after the revision ``_heads_rev`` (``_held_head``)."""
+        if self._heads_rev is None:
             return
-        self._heads[(namespace, entry.key)] = (rev, entry, record, inputs[0], inputs[1])
-        self._heads.move_to_end((namespace, entry.key))
+        slot = (namespace, entry.key)
+        replaced = self._heads.pop(slot, None)
+        if replaced is not None:
+            self._head_ids.pop(replaced[1].id, None)
+        self._heads[slot] = (ctx, entry, record, inputs[0], inputs[1])
+        self._head_ids[entry.id] = slot
         if len(self._heads) > _DECODED:
-            self._heads.popitem(last=False)
+            _, (_, evicted, *_) = self._heads.popitem(last=False)
+            self._head_ids.pop(evicted.id, None)
 
     def _head(self, namespace: Namespace, key: str) -> tuple[_Entry, MemoryRecord] | None:
         """The item's current version, if the gate passes it now: its versions by id prefix
@@ -456,7 +490,7 @@ class GraphmemStore(BaseStore):
                 inputs = gate_input(ctx, record.id)
                 reason = None if inputs is None else drop_reason(inputs[0], ctx, inputs[1])
                 if inputs is not None and reason is None:
-                    self._hold_head(namespace, entry, record, inputs)
+                    self._hold_head(namespace, entry, record, inputs, ctx)
                 verdict = None if inputs is None else (inputs[0].fingerprint, reason)
             else:
                 verdict = self.store.backend.gate_one(ctx, record.id)
@@ -647,6 +681,21 @@ class GraphmemStore(BaseStore):
             self.store.add(record)
         else:
             self.store.supersede(self.tenant, head[0].id, record, reason="langgraph put")
+        after_commit = getattr(self.store.backend, "after_commit", None)
+        if after_commit is not None:
+            after_commit(lambda: self._hold_put(namespace, entry, record))
+
+    def _hold_put(self, namespace: Namespace, entry: _Entry, record: MemoryRecord) -> None:
+        """Hold the version a put wrote, read again once it committed (never before: a
+        rolled-back put must not be served), so a get of it skips both reads."""
+        gate_input = getattr(self.store.backend, "gate_input", None)
+        with self._lock:
+            if gate_input is None or not self._sync_heads():
+                return
+            ctx = self._ctx([namespace_scope(namespace)])
+            inputs = gate_input(ctx, record.id)
+            if inputs is not None and drop_reason(inputs[0], ctx, inputs[1]) is None:
+                self._hold_head(namespace, entry, record, inputs, ctx)
 
     @transactional
     def _delete(self, namespace: Namespace, key: str) -> None:
