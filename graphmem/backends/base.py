@@ -50,7 +50,9 @@ class PriorVersion(GraphmemModel):
 
     until: AwareDatetime
     status: Status
-    fingerprint: str
+    fingerprint: str | None = None
+    """None: the fingerprint the backend stores for the record (a backend with
+    ``copies_fingerprints`` only)."""
     record: MemoryRecord | None = None
 
 

@@ -205,6 +205,9 @@ class EmbeddedBackend:
     between recalls.
     """
 
+    copies_fingerprints = True
+    """A ``PriorVersion`` without a fingerprint keeps the one stored for the record."""
+
     def __init__(
         self,
         directory: str | Path | None = None,
@@ -295,26 +298,35 @@ class EmbeddedBackend:
             conn.execute("SAVEPOINT apply")
             try:
                 batch: list[MemoryRecord] = []
+                batched: set[str] = set()
                 events: list[AuditEvent] = []
                 kept: _Kept = ([], [])
                 replacing = False
-                for op in ops:
-                    if isinstance(op, PutRecord | UpdateRecord):
-                        self._keep_version(conn, op, kept)
-                        replace = isinstance(op, UpdateRecord) or op.replace
-                        if batch and replace != replacing:
-                            self._put_records(conn, batch, replacing)
-                            batch = []
-                        batch.append(op.record)
-                        replacing = replace
-                        if op.record.status is Status.ERASED or any(
-                            s.status == "erased" for s in op.record.sources
-                        ):
-                            erased.add(op.record.tenant)
-                        continue
+
+                def flush() -> None:
                     if batch:
                         self._put_records(conn, batch, replacing)
-                        batch = []
+                        batch.clear()
+                        batched.clear()
+
+                for op in ops:
+                    if isinstance(op, PutRecord | UpdateRecord):
+                        record = op.record
+                        if op.prior is not None and op.prior.fingerprint is None and record.id in batched:
+                            flush()  # the version to copy is in the batch: write it first
+                        self._keep_version(conn, op, kept)
+                        replace = isinstance(op, UpdateRecord) or op.replace
+                        if replace != replacing:
+                            flush()
+                        batch.append(record)
+                        batched.add(record.id)
+                        replacing = replace
+                        if record.status is Status.ERASED or any(
+                            s.status == "erased" for s in record.sources
+                        ):
+                            erased.add(record.tenant)
+                        continue
+                    flush()
                     if isinstance(op, AppendAudit):
                         events.append(op.event)
                         continue
@@ -322,8 +334,7 @@ class EmbeddedBackend:
                         self._append_audit(conn, events)
                         events = []
                     self._apply_one(conn, op)
-                if batch:
-                    self._put_records(conn, batch, replacing)
+                flush()
                 if events:
                     self._append_audit(conn, events)
                 self._write_versions(conn, kept)
@@ -350,7 +361,17 @@ class EmbeddedBackend:
             return
         until = ts(prior.until)
         body = None if prior.record is None else prior.record.model_dump_json()
-        kept[0].append((record.tenant, record.id, until, prior.status.value, prior.fingerprint, body))
+        if prior.fingerprint is None:
+            # The stored record's own fingerprint, copied before the record is overwritten
+            # (its batch is written after this): no hashing of every forgotten record again.
+            conn.execute(
+                "INSERT INTO versions (tenant, id, until, status, fingerprint, body) "
+                "SELECT tenant, id, ?, ?, fingerprint, ? FROM records WHERE tenant = ? AND id = ? "
+                "ON CONFLICT (tenant, id, until) DO NOTHING",
+                (until, prior.status.value, body, record.tenant, record.id),
+            )
+        else:
+            kept[0].append((record.tenant, record.id, until, prior.status.value, prior.fingerprint, body))
         if record.status not in _FORGOTTEN:  # a replay sees a forgotten record as it is now
             kept[1].append((until, record.tenant, record.id))
 

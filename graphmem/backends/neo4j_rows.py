@@ -189,6 +189,8 @@ def _prior_row(record: MemoryRecord, prior: PriorVersion | None, crypt: Crypt) -
     record)]; None when it keeps none (or nothing changed)."""
     if prior is None or record.status is Status.ERASED:
         return None
+    if prior.fingerprint is None:  # this backend does not copy stored fingerprints
+        raise ValueError(f"the version {record.id!r} replaces needs its fingerprint")
     fingerprint = _stored(record)[1]
     if prior.fingerprint == fingerprint:
         return None
