@@ -179,8 +179,10 @@ class _GateMemo:
                 self._held -= len(self._entries.pop(key)[3].rows)
 
 
-_CHANGES_HELD = 4096
+_CHANGES_HELD = 1024
 """Writes whose changed ids ``changed_since`` can tell (older ones: ``None``)."""
+_TOUCHED_HELD = 64
+"""A write that touches more records is told as touching any (``None``): what is held stays small."""
 
 
 def _touched(ops: Sequence[Op]) -> frozenset[str] | None:
@@ -193,6 +195,8 @@ def _touched(ops: Sequence[Op]) -> frozenset[str] | None:
         elif isinstance(op, AddEdge):
             ids.update((op.src, op.dst))
         elif not isinstance(op, AppendAudit):
+            return None
+        if len(ids) > _TOUCHED_HELD:
             return None
     return frozenset(ids)
 
