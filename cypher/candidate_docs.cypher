@@ -1,5 +1,5 @@
 // What recall needs of gate candidates the client does not hold yet, as one
-// row: [id, fingerprint, content, embedding] per record of $ids that exists,
+// row: [id, fingerprint (as stored: sealed), content, embedding] per record of $ids that exists,
 // with content and embedding only where the parallel $texts says so (the
 // survivors, which are ranked), else null.
 UNWIND range(0, size($ids) - 1) AS k

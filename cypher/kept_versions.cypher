@@ -1,6 +1,7 @@
 // The kept versions of some records of one tenant ($ids) as one row: each
 // record's id, the times its versions were held until, and their fingerprints
-// (a verify replaying a receipt needs them for records forgotten since).
+// as stored, sealed (a verify replaying a receipt needs them for records
+// forgotten since).
 CALL () {
   MATCH (m:Memory {tenant: $tenant})
   WHERE m.id IN $ids

@@ -1,8 +1,11 @@
 // The records a recall selected ($ids, in that order) as one row, each with its
-// fingerprint and kept versions (times and sealed bodies: a replay returns the
+// stored fingerprint and kept versions (times and sealed bodies: a replay returns the
 // version it selected), and `current`: whether every one of them exists and still has
-// the fingerprint the gate saw ($fingerprints, parallel to $ids; null where the
-// caller knows none; a replay's gate may have seen an earlier version, m.v_fp).
+// the fingerprint the gate saw ($fingerprints, parallel to $ids, as stored: sealed,
+// the string the gate's tokens are a hash of; null where the caller knows none; a
+// replay's gate may have seen an earlier version, m.v_fp). A sealed fingerprint names
+// its place (live, or the version kept until a time), so a live one moved to the kept
+// versions by an overwrite no longer matches.
 // A read: recall runs in read access mode, so a cluster can serve it from a
 // follower or read replica; its audit event is appended apart
 // (append_recalls.cypher).

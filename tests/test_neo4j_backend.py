@@ -598,8 +598,8 @@ def test_a_record_held_whole_in_another_state_than_the_gate_saw_is_read_again(
 
     def gate(ctx: ReadContext) -> Any:
         result = plain_gate(ctx)  # then another recall of this process holds an older state whole
-        backend._docs.put_many(tenant, [("f3", stale.fingerprint(), stale.content, None)])
-        backend._docs.put_record(tenant, stale.fingerprint(), stale)
+        backend._docs.put_many(tenant, [("f3", "s1:stale", stale.fingerprint(), stale.content, None)])
+        backend._docs.put_record(tenant, "s1:stale", stale)
         return result
 
     backend.gate = gate  # type: ignore[method-assign]
@@ -1074,6 +1074,14 @@ def test_setup_migrates_version_2_gate_lists_in_place(own_store: MemoryStore) ->
     )
     current = _query(backend.driver, lists, tenant=tenant)
     assert all(row["node"] is None and row["edge"]["scope"] == row["scope"] for row in current)
+    # Version 2 stored fingerprints in clear (the tokens version 3 adds are of those).
+    clear = {r.id: r.fingerprint() for r in own_store.backend.all_records(tenant)}
+    _query(
+        backend.driver,
+        "UNWIND $rows AS row MATCH (m:Memory {tenant: $tenant, id: row[0]}) SET m.fingerprint = row[1]",
+        tenant=tenant,
+        rows=[[rid, fp] for rid, fp in clear.items()],
+    )
     _query(
         backend.driver,
         "MATCH (m:Memory {tenant: $tenant})-[r:APPLIES_TO]->() "
@@ -1087,11 +1095,21 @@ def test_setup_migrates_version_2_gate_lists_in_place(own_store: MemoryStore) ->
     assert info.value.code == "schema_version"
     assert own_store.setup() == SCHEMA_VERSION
     # Lists migrated from version 2 carry no knowledge times (entries 12-13): known at every time.
-    known_always = [{**row, "edge": {**row["edge"], "g": row["edge"]["g"][:12]}} for row in current]
-    assert _query(backend.driver, lists, tenant=tenant) == known_always
+    known_always = [
+        {
+            **row,
+            "edge": {
+                **row["edge"],
+                "g": [*row["edge"]["g"][:8], *fingerprint_tokens(clear[row["id"]]), *row["edge"]["g"][10:12]],
+            },
+        }
+        for row in current
+    ]
+    migrated = _query(backend.driver, lists, tenant=tenant)
+    assert migrated == known_always
     fresh = MemoryStore(Neo4jBackend(backend.driver, uri="bolt://migrated"))
     assert fresh.recall(ctx, "refund window", explain=True) == expected
-    tokens = {row["id"]: row["edge"]["g"][8:10] for row in current}
+    tokens = {row["id"]: row["edge"]["g"][8:10] for row in migrated}
     assert tokens == {
         r.id: list(fingerprint_tokens(r.fingerprint())) for r in fresh.backend.all_records(tenant)
     }

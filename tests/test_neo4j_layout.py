@@ -1,7 +1,7 @@
 """What the Neo4j backend stores on a memory node, against a real Neo4j 5.26.
 
-* Every SPEC §2 property holds the record's value; ``json`` and
-  ``fingerprint`` are the record's own; the record's APPLIES_TO edge holds the
+* Every SPEC §2 property holds the record's value; ``json`` is the record's
+  own, ``fingerprint`` its fingerprint sealed under the record's key; the record's APPLIES_TO edge holds the
   gate list ``g`` (what ``gate.cypher`` reads, following supersession,
   invalidation and updates) beside the tenant, scope, policy and id.
 * Schema versions 2 to 4 migrate nodes written by version 1 (separate
@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from array import array
 from datetime import UTC, datetime, timedelta
@@ -35,6 +36,7 @@ from graphmem import (
 )
 from graphmem.backends.cypher import cypher, statements
 from graphmem.backends.neo4j import RECORD_ROW, Neo4jBackend, fingerprint_tokens, micros, record_of
+from graphmem.backends.neo4j_cache import stored_tokens
 from graphmem.backends.neo4j_crypt import seal, unseal
 from graphmem.model.erasure import erase_record
 from graphmem.testing.neo4j_server import Neo4jTarget
@@ -67,6 +69,11 @@ def _gate_list(driver: neo4j.Driver, tenant: str, record_id: str) -> list[int]:
     """The gate list on the record's one APPLIES_TO edge."""
     (edge,) = _node(driver, tenant, record_id)["edges"]
     return list(edge["g"])
+
+
+def _opened(store: MemoryStore, tenant: str, record_id: str, stored: str) -> str | None:
+    """A live fingerprint as stored, opened with the record's key."""
+    return store.backend._crypt.fingerprints(tenant, [(record_id, stored, None)])[0]  # type: ignore[attr-defined, no-any-return]
 
 
 def _procedure(tenant: str) -> MemoryRecord:
@@ -128,7 +135,8 @@ def test_node_properties_are_the_records_fields(
         "valid_from": micros(record.valid_from),
         "valid_to": micros(record.valid_to),
         "expires_at": micros(record.expires_at),
-        "fingerprint": record.fingerprint(),
+        "fingerprint": "s1:"
+        + base64.b64encode(seal(key, aad + b"/fingerprint", record.fingerprint().encode())).decode(),
         "json": shell,
         "sealed": seal(key, aad, record.model_dump_json(exclude={"status", "tombstone"}).encode()),
         "labels": ["Memory", "Procedural"],
@@ -136,7 +144,16 @@ def test_node_properties_are_the_records_fields(
     assert unseal(key, aad, node["sealed"]).decode() == record.model_dump_json(
         exclude={"status", "tombstone"}
     )
-    for text in ("retry the capture", "ops-agent", "capture-retry", "gateway-v2", "payments", "step 3"):
+    fingerprint = record.fingerprint()
+    for text in (
+        "retry the capture",
+        "ops-agent",
+        "capture-retry",
+        "gateway-v2",
+        "payments",
+        "step 3",
+        fingerprint,
+    ):
         assert all(text not in str(v) for v in node.values()), text
     gate = {
         "tenant": tenant,
@@ -152,7 +169,7 @@ def test_node_properties_are_the_records_fields(
             1,  # verified success
             micros(record.valid_from),  # recency
             1,  # has an embedding
-            *fingerprint_tokens(record.fingerprint()),
+            *stored_tokens(expected["fingerprint"]),  # of the sealed fingerprint
             NEVER,  # superseded at
             NEVER,  # invalidated at
             micros(record.created_at),  # knowledge time: when the store recorded it
@@ -185,8 +202,10 @@ def test_gate_list_follows_supersession_invalidation_and_forgetting(
     assert _gate_list(neo4j_driver, tenant, "claim-1")[10] == micros(T0 + timedelta(days=1))
     store.invalidate(tenant, "claim-1", "s1", "source retracted", at=T0 + timedelta(days=2))
     gate = _gate_list(neo4j_driver, tenant, "claim-1")
+    stored = _node(neo4j_driver, tenant, "claim-1")["fingerprint"]
+    assert _opened(store, tenant, "claim-1", stored) == old.fingerprint()
     assert gate[8:12] == [
-        *fingerprint_tokens(old.fingerprint()),
+        *stored_tokens(stored),
         micros(T0 + timedelta(days=1)),
         micros(T0 + timedelta(days=2)),
     ]
@@ -228,7 +247,9 @@ def test_a_status_change_leaves_the_stored_json_as_it_was(
     revoked = store.get(tenant, record.id)
     assert revoked == record.model_copy(update={"status": "revoked"})
     assert revoked is not None
-    assert after["fingerprint"] == revoked.fingerprint() != before["fingerprint"]
+    assert after["fingerprint"] != before["fingerprint"]
+    assert _opened(store, tenant, record.id, after["fingerprint"]) == revoked.fingerprint()
+    assert _opened(store, tenant, record.id, before["fingerprint"]) == record.fingerprint()
 
 
 def test_version_1_json_is_read_with_the_nodes_status() -> None:

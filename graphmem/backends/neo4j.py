@@ -40,8 +40,8 @@ from graphmem.backends.base import (
 )
 from graphmem.backends.cypher import cypher, statements
 from graphmem.backends.keystore import KeyStore, SqliteKeyStore
-from graphmem.backends.neo4j_cache import DocCache, GateMemo, Memo, fingerprint_tokens
-from graphmem.backends.neo4j_crypt import Crypt
+from graphmem.backends.neo4j_cache import DocCache, GateMemo, Memo, fingerprint_tokens, stored_tokens
+from graphmem.backends.neo4j_crypt import SEALED_FINGERPRINT, Crypt
 from graphmem.backends.neo4j_rows import (
     KINDS,
     RECORD_ROW,
@@ -64,6 +64,7 @@ from graphmem.errors import (
 )
 from graphmem.gated import Verdicts, ViewGate
 from graphmem.model import AuditEvent, DropReason, MemoryRecord, ReadContext, Source, Status
+from graphmem.model.canonical import sha256
 
 __all__ = [
     "DOC_CACHE",
@@ -146,7 +147,10 @@ class Neo4jBackend:
         self._schema_ok = False
         self._docs = DocCache(doc_cache)
         self._memo = GateMemo(doc_cache // 4)
-        self._gated = threading.local()  # fingerprints: survivors of this thread's last gate
+        # fingerprints, stored: the survivors of this thread's last gate (their fingerprints,
+        # and those as the server stores them, which recall re-checks)
+        self._gated = threading.local()
+        self._clean: set[str] = set()  # tenants found holding no fingerprint in clear
         self._writing = threading.local()  # open: this thread's write transaction (_Write)
         # Causal consistency across this backend's sessions: each transaction sees every one
         # this backend committed before it, on a cluster's followers too.
@@ -325,36 +329,88 @@ class Neo4jBackend:
         rows = self._read("schema_version")
         return bool(rows and rows[0]["plaintext"])
 
-    def encrypt_stored(self, batch: int = 2000, progress: Callable[[int], None] | None = None) -> int:
-        """Rewrite every record written before encryption in the encrypted layout (``graphmem
-        migrate --encrypt``), then mark the store encrypted; idempotent, resumable. Returns
-        how many records were rewritten. The plaintext they replaced stays in Neo4j's
+    def encrypt_stored(
+        self,
+        batch: int = 2000,
+        progress: Callable[[int], None] | None = None,
+        *,
+        tenant: str | None = None,
+    ) -> int:
+        """Rewrite every record written before encryption, or holding a fingerprint in clear
+        (live or kept version), in the encrypted layout (``graphmem migrate --encrypt``),
+        then mark the store encrypted; idempotent, resumable, in transactions of at most
+        ``batch`` records, each reading what it rewrites under its tenant's lock. With
+        ``tenant``, only that tenant's records, and the store is not marked. Returns how
+        many records were rewritten. The plaintext they replaced stays in Neo4j's
         transaction logs and freed store records until those are rotated and reused
         (docs/erasure.md says how to make sure)."""
         self._require_schema()
         done = 0
+        seen: set[tuple[str, str]] = set()
         while True:
-            pairs = self._read("plaintext_records", limit=batch)[0]["ids"]
+            pairs = [tuple(p) for p in self._read("plaintext_records", limit=batch, tenant=tenant)[0]["ids"]]
             if not pairs:
                 break
+            if seen.issuperset(pairs):
+                raise GraphmemError(
+                    f"graphmem migrate --encrypt rewrote {len(pairs)} record(s) of the Neo4j store at "
+                    f"{self.uri} that still read as unencrypted; check that no client of graphmem "
+                    "older than this one writes to the store, then run it again",
+                    code="encrypt_stalled",
+                )
+            seen.update(pairs)
             by_tenant: dict[str, list[str]] = {}
-            for tenant, rid in pairs:
-                by_tenant.setdefault(tenant, []).append(rid)
-            for tenant, ids in sorted(by_tenant.items()):
-                ops: list[Op] = [PutRecord(record=r, replace=True) for r in self.get_many(tenant, ids)]
+            for owner, rid in pairs:
+                by_tenant.setdefault(owner, []).append(rid)
+            for owner, ids in sorted(by_tenant.items()):
 
-                def work(tx: neo4j.ManagedTransaction, ops: list[Op] = ops, tenant: str = tenant) -> None:
-                    _lock(tx, [tenant])
-                    send_ops(tx, ops, self._crypt)
+                def work(tx: neo4j.ManagedTransaction, owner: str = owner, ids: list[str] = ids) -> int:
+                    return self._encrypt_batch(tx, owner, ids)
 
-                self._run(work, write=True)
-                self._drop_held((tenant, rid) for rid in ids)
-                done += len(ops)
+                done += self._run(work, write=True)
+                self._drop_held((owner, rid) for rid in ids)
             if progress is not None:
                 progress(done)
-        self._write_one(cypher("clear_plaintext_sources"), {})
-        self._write_one(cypher("schema_encrypted"), {"at": micros(datetime.now(UTC))})
+        if tenant is None:
+            self._write_one(cypher("clear_plaintext_sources"), {})
+            self._write_one(cypher("schema_encrypted"), {"at": micros(datetime.now(UTC))})
+        self._clean.clear()
         return done
+
+    def _encrypt_batch(self, tx: neo4j.ManagedTransaction, tenant: str, ids: list[str]) -> int:
+        """Rewrite these records of ``tenant`` sealed, kept versions' fingerprints too, in
+        ``tx`` after the tenant's lock (so what is read is what is rewritten)."""
+        _lock(tx, [tenant])
+        rows = tx.run(cypher("get_records"), {"tenant": tenant, "ids": ids}).single()
+        records = self._crypt.records(tenant, rows["records"] if rows else [])
+        send_ops(tx, [PutRecord(record=r, replace=True) for r in records], self._crypt)
+        kept = tx.run(cypher("kept_versions"), {"tenant": tenant, "ids": ids}).single()
+        erased = {r.id for r in records if r.status is Status.ERASED}
+        resealed: list[list[Any]] = []
+        for rid, until, fingerprints in kept["records"] if kept else []:
+            if rid in erased:  # read as erased (its key is gone): it keeps no version
+                resealed.append([rid, None, None, None])
+                continue
+            if not fingerprints or all(f.startswith(SEALED_FINGERPRINT) for f in fingerprints):
+                continue
+            sealed = [
+                f
+                if f.startswith(SEALED_FINGERPRINT)
+                else self._crypt.seal_version_fingerprint(tenant, rid, f, u)
+                for f, u in zip(fingerprints, until, strict=True)
+            ]
+            tokens = [stored_tokens(f) for f in sealed]
+            resealed.append([rid, sealed, [t[0] for t in tokens], [t[1] for t in tokens]])
+        if resealed:
+            tx.run(cypher("seal_kept_fingerprints"), {"tenant": tenant, "rows": resealed}).consume()
+        return len(records)
+
+    def name_digest(self, tenant: str, value: str) -> str:
+        """HMAC-SHA-256 (hex) of ``value`` under the tenant's naming key in the key store, for
+        names derived from content (proposal ids, hashed LangGraph names): the tombstone of
+        an erased record keeps its id, and an unkeyed hash there would confirm a guess of
+        the erased text. The naming key is never shredded, so a name stays the same."""
+        return self._crypt.name_digest(tenant, value)
 
     def erasure_guarantee(self) -> str:
         """What an erase guarantees on this backend, for reports."""
@@ -466,12 +522,13 @@ class Neo4jBackend:
         records written before encryption are stored: deleting keys would not erase them.
         (A tombstone an import puts in place of a record loses its keys too.)"""
         erasing = [op.record for op in ops if isinstance(op, UpdateRecord) and op.erase]
-        if erasing and self.plaintext():
+        if erasing and (self.plaintext() or self._clear_fingerprints({r.tenant for r in erasing})):
             raise ContractViolation(
                 f"the Neo4j store at {self.uri or 'this URI'} holds records written before graphmem "
-                "encrypted stored text, so deleting data keys cannot erase them from the server's "
-                "files; run `graphmem migrate --encrypt` once, let Neo4j rotate its transaction "
-                "logs (docs/erasure.md), then erase again. Nothing was changed",
+                "encrypted stored text or sealed their fingerprints, so deleting data keys cannot "
+                "erase them (or a hash that confirms their text) from the server's files; run "
+                "`graphmem migrate --encrypt` once, let Neo4j rotate its transaction logs "
+                "(docs/erasure.md), then erase again. Nothing was changed",
                 code="plaintext_store",
             )
         erasing += [
@@ -482,6 +539,16 @@ class Neo4jBackend:
             by_tenant.setdefault(record.tenant, []).append(record)
         for tenant, records in by_tenant.items():
             self._crypt.shred(tenant, records)
+
+    def _clear_fingerprints(self, tenants: Iterable[str]) -> bool:
+        """Whether a record of one of ``tenants`` still holds a fingerprint in clear (written
+        before fingerprints were sealed). A tenant found without one is not read again: this
+        version of graphmem writes none."""
+        for tenant in sorted(set(tenants) - self._clean):
+            if self._read("clear_fingerprints", tenant=tenant)[0]["found"]:
+                return True
+            self._clean.add(tenant)
+        return False
 
     def _drop_held(self, written: Iterable[tuple[str, str]]) -> None:
         """Forget what the document cache and the gate memos hold of these records."""
@@ -650,10 +717,10 @@ class Neo4jBackend:
         key = (tenant, tuple(first), tuple(second), tuple(reasons), tuple(recency))
         memo = self._memo.get(key, ids)
         if memo is not None:
-            self._gated.fingerprints = memo.fingerprints
+            self._gated.fingerprints, self._gated.stored = memo.fingerprints, memo.stored
             return ViewGate(memo.verdicts)
         survivor = [not r for r in reasons]
-        fingerprints, held, wanted = self._docs.held(tenant, ids, first, second, survivor)
+        fingerprints, stored, held, wanted = self._docs.held(tenant, ids, first, second, survivor)
         if wanted:
             fetched = self._read(
                 "candidate_docs",
@@ -661,67 +728,91 @@ class Neo4jBackend:
                 ids=[ids[k] for k in wanted],
                 texts=[survivor[k] for k in wanted],
             )[0]["docs"]
-            opened = self._crypt.docs(
-                tenant, [(row[0], row[2], row[3]) for row in fetched if row[2] is not None]
-            )
-            fetched = [
-                row if row[0] not in opened else [row[0], row[1], *(opened[row[0]] or (None, None))]
-                for row in fetched
-            ]
             found = {row[0]: row for row in fetched}
             for k in wanted:
                 row = found.get(ids[k])
-                if row is None or fingerprint_tokens(row[1]) != (first[k], second[k]):
+                if row is None or stored_tokens(row[1]) != (first[k], second[k]):
                     return self._gate_with_content(ctx)
-                if survivor[k] and opened.get(row[0], ...) is None:
+            # Each state's fingerprint is opened once, then held beside its text.
+            keys = self._crypt.record_keys(tenant, (row[0] for row in fetched))
+            opened = self._crypt.docs(
+                tenant, [(row[0], row[2], row[3]) for row in fetched if row[2] is not None], keys
+            )
+            clear = self._crypt.fingerprints(tenant, [(row[0], row[1], None) for row in fetched], keys)
+            rows: list[tuple[str, str, str, str | None, Sequence[float] | None]] = []
+            for row, fingerprint in zip(fetched, clear, strict=True):
+                rid = row[0]
+                if fingerprint is None or opened.get(rid, ...) is None:
                     # Its key is gone (an erase that had not updated the graph yet): erased.
                     return self._gate_with_content(ctx)
-                fingerprints[k] = row[1]
+                content, vector = opened.get(rid) or (None, None)
+                rows.append((rid, row[1], fingerprint, content, vector))
+            by_id = {row[0]: row for row in rows}
+            for k in wanted:
+                _, stored[k], fingerprints[k], text, embedding = by_id[ids[k]]
                 if survivor[k]:
-                    held[row[0]] = (row[2], None if row[3] is None else tuple(row[3]))
-            self._docs.put_many(tenant, fetched, epochs[0])
+                    held[ids[k]] = (text or "", None if embedding is None else tuple(embedding))
+            self._docs.put_many(tenant, rows, epochs[0])
         verdicts = _verdicts(ids, fingerprints, reasons)
         alive = [(rid, fp) for rid, fp, r in verdicts if r is None]
         survivors = [
             (rid, held[rid][0], at / 1_000_000, held[rid][1])
             for (rid, _), at in zip(alive, recency, strict=True)
         ]
-        memo = Memo(ids, Verdicts.of_rows(verdicts, survivors), dict(alive))
+        kept = {rid: stored[k] for k, rid in enumerate(ids) if survivor[k]}
+        memo = Memo(ids, Verdicts.of_rows(verdicts, survivors), dict(alive), kept)
         self._memo.put(key, memo, epochs[1])
-        self._gated.fingerprints = memo.fingerprints
+        self._gated.fingerprints, self._gated.stored = memo.fingerprints, memo.stored
         return ViewGate(memo.verdicts)
 
     def _gate_with_content(self, ctx: ReadContext) -> ViewGate:
         """The gate with every fingerprint and survivor's text from the server (a record
         changed mid-read)."""
+        tenant = ctx.tenant
         gated = self._gate(ctx, None, fingerprints=True, with_content=True)
         reasons: list[str] = list(gated["reasons"])
         alive_ids = [rid for rid, r in zip(gated["ids"], reasons, strict=True) if not r]
         docs = {rid: doc for rid, doc in zip(alive_ids, gated["docs"], strict=True)}
-        opened = self._crypt.docs(ctx.tenant, [(rid, c, e) for rid, (c, e) in docs.items()])
+        keys = self._crypt.record_keys(tenant, gated["ids"])
+        opened = self._crypt.docs(tenant, [(rid, c, e) for rid, (c, e) in docs.items()], keys)
+        stored = {rid: fp for rid, (fp, _) in zip(gated["ids"], gated["fingerprints"], strict=True)}
+        clear = self._fingerprints(tenant, gated["ids"], gated["fingerprints"], keys)
         recency = dict(zip(alive_ids, gated["recency"], strict=True))
         for k, rid in enumerate(gated["ids"]):
-            if not reasons[k] and opened[rid] is None:
+            if not reasons[k] and (opened[rid] is None or clear[k] is None):
                 reasons[k] = DropReason.ERASED.value  # its key is gone: erased, never readable
-        verdicts = _verdicts(gated["ids"], gated["fingerprints"], reasons)
+        shown = [fp or _unopened(stored[rid]) for rid, fp in zip(gated["ids"], clear, strict=True)]
+        verdicts = _verdicts(gated["ids"], shown, reasons)
         alive = [(rid, fp) for rid, fp, r in verdicts if r is None]
         self._gated.fingerprints = dict(alive)
+        self._gated.stored = {rid: stored[rid] for rid, _ in alive}
         survivors = []
         for rid, _ in alive:
             content, embedding = opened[rid] or ("", None)
             survivors.append((rid, content, recency[rid] / 1_000_000, embedding))
         return ViewGate(Verdicts.of_rows(verdicts, survivors))
 
+    def _fingerprints(
+        self, tenant: str, ids: Sequence[str], reported: Sequence[Sequence[Any]], keys: dict[str, bytes]
+    ) -> list[str | None]:
+        """The fingerprints of the gate's ``[stored fingerprint, until µs of the kept version
+        it reported or null]`` pairs, opened; None where the key is gone."""
+        return self._crypt.fingerprints(
+            tenant, [(rid, fp, until) for rid, (fp, until) in zip(ids, reported, strict=True)], keys
+        )
+
     def gate_one(self, ctx: ReadContext, record_id: str) -> tuple[str, DropReason | None] | None:
         gated = self._gate(ctx, record_id, fingerprints=True, with_content=False)
         if not gated["ids"]:
             return None
         reason = _REASONS[gated["reasons"][0]]
+        reported = gated["fingerprints"][0]
+        fingerprint = self._crypt.fingerprints(ctx.tenant, [(gated["ids"][0], reported[0], reported[1])])[0]
         if reason is None:
             record = self.get(ctx.tenant, record_id)
-            if record is None or record.status is Status.ERASED:
+            if fingerprint is None or record is None or record.status is Status.ERASED:
                 reason = DropReason.ERASED  # its key is gone: erased, never readable
-        return gated["fingerprints"][0], reason
+        return fingerprint or _unopened(reported[0]), reason
 
     def recalled(
         self,
@@ -744,11 +835,12 @@ class Neo4jBackend:
         again, so a recall never returns a record in a state its gate did not pass.
         """
         gated = getattr(self._gated, "fingerprints", {})
+        seen = getattr(self._gated, "stored", {})
         held = self._docs.records(tenant, ((rid, gated[rid]) for rid in record_ids if rid in gated))
         missing = [rid for rid in record_ids if rid not in held]
         if missing:
             self._require_schema()
-            params = {"tenant": tenant, "ids": missing, "fingerprints": [gated.get(rid) for rid in missing]}
+            params = {"tenant": tenant, "ids": missing, "fingerprints": [seen.get(rid) for rid in missing]}
             found = self._auto("recalled_records", False, params)[0]
             if not found["current"]:
                 raise TransactionConflict(
@@ -803,13 +895,15 @@ class Neo4jBackend:
         if not record_ids:
             return {}
         at = micros(as_of)
-        out: dict[str, str] = {}
+        kept: list[tuple[str, str, int | None]] = []
         for row in self._read("kept_versions", tenant=tenant, ids=list(record_ids))[0]["records"]:
             rid, until, fingerprints = row
             first = _first_after(until or [], at)
             if first is not None:
-                out[rid] = fingerprints[first]
-        return out
+                kept.append((rid, fingerprints[first], until[first]))
+        opened = self._crypt.fingerprints(tenant, kept)
+        # A version whose key is gone (erased) has no fingerprint to compare.
+        return {rid: fp for (rid, _, _), fp in zip(kept, opened, strict=True) if fp is not None}
 
     def _append_recalls(self, events: Sequence[AuditEvent]) -> None:
         self._require_schema()
@@ -998,6 +1092,13 @@ class Neo4jBackend:
             self.keys.close()
         if self._owns_driver:
             self.driver.close()
+
+
+def _unopened(stored: str) -> str:
+    """The fingerprint reported for a record whose sealed fingerprint no key opens (its key
+    was deleted by an erase that had not updated the graph yet): a digest of the sealed
+    string, which matches no record's fingerprint."""
+    return sha256(stored)
 
 
 def _first_after(until: Sequence[int], at: int | None) -> int | None:

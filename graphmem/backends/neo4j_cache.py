@@ -1,6 +1,7 @@
 """What the Neo4j backend keeps in process between recalls: each gated candidate's
-fingerprint, the survivors' text for ranking, the records recall selected, and the
-verdicts recent gate reports were turned into.
+fingerprint (opened once per record state: the server holds it sealed), the survivors'
+text for ranking, the records recall selected, and the verdicts recent gate reports
+were turned into.
 
 Every entry is pinned to the state it was read in (fingerprint tokens), so a changed
 record is never ranked, receipted or returned from here in an old state; the backend's
@@ -9,6 +10,7 @@ writes drop what they touch, so erased text does not stay here.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 from graphmem.gated import Verdicts
 from graphmem.model import MemoryRecord
 
-__all__ = ["DocCache", "GateMemo", "Memo", "fingerprint_tokens"]
+__all__ = ["DocCache", "GateMemo", "Memo", "fingerprint_tokens", "stored_tokens"]
 
 
 def fingerprint_tokens(fingerprint: str) -> tuple[int, int]:
@@ -25,9 +27,19 @@ def fingerprint_tokens(fingerprint: str) -> tuple[int, int]:
     return int(fingerprint[:15], 16), int(fingerprint[15:30], 16)
 
 
-_Entry = tuple[int, int, str, str | None, tuple[float, ...] | None, MemoryRecord | None]
-"""Fingerprint tokens, fingerprint, content and embedding (None when not held), and the
-whole record once a recall selected it."""
+def stored_tokens(stored: str) -> tuple[int, int]:
+    """The gate's tokens of a fingerprint as the server stores it: of the SHA-256 of a
+    sealed one (``s1:…``: a hash of ciphertext, which confirms nothing without the key),
+    of the fingerprint itself for one stored in clear (a tombstone's, or written before
+    fingerprints were sealed)."""
+    if stored.startswith("s1:"):
+        return fingerprint_tokens(hashlib.sha256(stored.encode()).hexdigest())
+    return fingerprint_tokens(stored)
+
+
+_Entry = tuple[int, int, str, str | None, tuple[float, ...] | None, MemoryRecord | None, str]
+"""Fingerprint tokens, fingerprint, content and embedding (None when not held), the
+whole record once a recall selected it, and the fingerprint as stored (sealed)."""
 
 
 class DocCache:
@@ -57,11 +69,13 @@ class DocCache:
 
     def held(
         self, tenant: str, ids: list[str], first: list[int], second: list[int], survivor: list[bool]
-    ) -> tuple[list[str], dict[str, tuple[str, tuple[float, ...] | None]], list[int]]:
+    ) -> tuple[list[str], list[str], dict[str, tuple[str, tuple[float, ...] | None]], list[int]]:
         """For the gate's parallel lists (ids, both fingerprint tokens, survivor flags): each
-        candidate's fingerprint ("" where not held for its tokens), the survivors' held text,
-        and the positions of the candidates whose fingerprint or (survivors) text is missing."""
+        candidate's fingerprint and stored fingerprint ("" where not held for its tokens),
+        the survivors' held text, and the positions of the candidates whose fingerprint or
+        (survivors) text is missing."""
         fingerprints: list[str] = []
+        stored: list[str] = []
         docs: dict[str, tuple[str, tuple[float, ...] | None]] = {}
         missing: list[int] = []
         entries = self._entries
@@ -70,39 +84,43 @@ class DocCache:
                 entry = entries.get((tenant, rid))
                 if entry is None or entry[0] != first[k] or entry[1] != second[k]:
                     fingerprints.append("")
+                    stored.append("")
                     missing.append(k)
                     continue
                 fingerprints.append(entry[2])
+                stored.append(entry[6])
                 if survivor[k]:
                     if entry[3] is None:
                         missing.append(k)
                     else:
                         docs[rid] = (entry[3], entry[4])
-        return fingerprints, docs, missing
+        return fingerprints, stored, docs, missing
 
     def put_many(
         self,
         tenant: str,
-        rows: Iterable[tuple[str, str, str | None, Sequence[float] | None]],
+        rows: Iterable[tuple[str, str, str, str | None, Sequence[float] | None]],
         epoch: int | None = None,
     ) -> None:
-        """Hold (id, fingerprint, content or None, embedding) rows, replacing what was held;
-        nothing if records of the tenant were dropped since ``epoch`` (a write committing
-        around the read, perhaps an erasure, whose old text must not stay here)."""
+        """Hold (id, stored fingerprint, fingerprint, content or None, embedding) rows,
+        replacing what was held; nothing if records of the tenant were dropped since
+        ``epoch`` (a write committing around the read, perhaps an erasure, whose old text
+        must not stay here)."""
         if self.capacity <= 0:
             return
         entries = self._entries
         with self._lock:
             if epoch is not None and self._epochs.get(tenant, 0) != epoch:
                 return
-            for rid, fingerprint, content, embedding in rows:
+            for rid, stored, fingerprint, content, embedding in rows:
                 entries.pop((tenant, rid), None)
                 entries[(tenant, rid)] = (
-                    *fingerprint_tokens(fingerprint),
+                    *stored_tokens(stored),
                     fingerprint,
                     content,
                     None if embedding is None else tuple(embedding),
                     None,
+                    stored,
                 )
             while len(entries) > self.capacity:
                 del entries[next(iter(entries))]
@@ -117,12 +135,12 @@ class DocCache:
                     found[rid] = entry[5]
         return found
 
-    def put_record(self, tenant: str, fingerprint: str, record: MemoryRecord) -> None:
-        """Hold a record whole, if its entry is for the same fingerprint."""
+    def put_record(self, tenant: str, stored: str, record: MemoryRecord) -> None:
+        """Hold a record whole, if its entry is for the same stored fingerprint."""
         with self._lock:
             entry = self._entries.get((tenant, record.id))
-            if entry is not None and entry[2] == fingerprint:
-                self._entries[(tenant, record.id)] = (*entry[:5], record)
+            if entry is not None and entry[6] == stored:
+                self._entries[(tenant, record.id)] = (*entry[:5], record, stored)
 
     def drop(self, keys: Iterable[tuple[str, str]]) -> None:
         with self._lock:
@@ -203,3 +221,4 @@ class Memo:
     ids: list[str]
     verdicts: Verdicts
     fingerprints: dict[str, str]  # survivor id -> fingerprint
+    stored: dict[str, str]  # survivor id -> its fingerprint as stored (what recall re-checks)

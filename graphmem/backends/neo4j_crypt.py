@@ -9,6 +9,13 @@ Neo4j's files can then never be read. Values queries match on for equality (tags
 content hashes, preconditions) are written as keyed HMAC-SHA-256 tokens under a per
 tenant key instead, so lookups still work and the server never sees the value.
 
+A record's fingerprint (the SHA-256 of its canonical JSON, which anyone guessing its text
+could recompute) is sealed too, live and kept versions alike (``s1:`` and the base64 of
+the ciphertext, under the record's key); the gate's fingerprint tokens are taken from the
+sealed string (``neo4j_cache.stored_tokens``), which confirms nothing once the key is gone.
+Names derived from content (proposal ids, hashed LangGraph scopes and item ids) are keyed
+hashes under a per tenant naming key (``name_digest``), which no erase deletes.
+
 A record node keeps, in clear, only what its tombstone keeps (``graphmem.model.erasure``):
 its ``json`` is the tombstone-shaped record, the whole record is in ``sealed``. A record
 whose key is gone but whose node was not yet rewritten (a crash between the two steps of
@@ -35,12 +42,21 @@ from graphmem.backends.keystore import KeyStore, Owner
 from graphmem.model import MemoryRecord, Source, Status, Tombstone
 from graphmem.model.erasure import erase_record
 
-__all__ = ["ERASED_UNREAD", "Crypt", "SealedRecord"]
+__all__ = ["ERASED_UNREAD", "SEALED_FINGERPRINT", "Crypt", "SealedRecord"]
 
 _VERSION = b"\x01"
 _Doc = tuple[str, tuple[float, ...] | None]
 #: The tombstone of a record whose key was deleted before its node was rewritten.
 ERASED_UNREAD = "erased: its data key was deleted before the graph was updated"
+#: How a sealed fingerprint starts; a fingerprint without it was written in clear (before
+#: fingerprints were sealed, or a tombstone's, which hashes only what the tombstone keeps).
+SEALED_FINGERPRINT = "s1:"
+
+
+def _fingerprint_aad(tenant: str, record_id: str, until: int | None) -> bytes:
+    """A live fingerprint's associated data, or (``until``) a kept version's."""
+    field = "/fingerprint" if until is None else f"/v/{until}/fingerprint"
+    return _aad("record", tenant, record_id) + field.encode()
 
 
 def _aad(owner: Owner, tenant: str, item: str) -> bytes:
@@ -86,6 +102,8 @@ class SealedRecord:
 
     content: str | bytes
     content_hash: str
+    #: The fingerprint as stored: sealed (``SEALED_FINGERPRINT``), or in clear for a tombstone.
+    fingerprint: str
     embedding: bytes | None
     json: str
     sealed: bytes | None
@@ -100,6 +118,7 @@ class Crypt:
     def __init__(self, keys: KeyStore) -> None:
         self.keys = keys
         self._token_keys: dict[str, bytes] = {}
+        self._naming_keys: dict[str, bytes] = {}
 
     # -- tokens -------------------------------------------------------------
 
@@ -114,6 +133,16 @@ class Crypt:
         """The keyed hash equality lookups match on in place of ``value``."""
         digest = hmac.new(self._token_key(tenant), value.encode(), hashlib.sha256).hexdigest()
         return f"h1:{digest[:40]}"
+
+    def name_digest(self, tenant: str, value: str) -> str:
+        """HMAC-SHA-256 (hex) of ``value`` under the tenant's naming key, for names derived
+        from content: a tombstone keeps such a name, and an unkeyed hash of it would confirm
+        a guess of the erased text. The naming key is kept (no erase deletes it)."""
+        key = self._naming_keys.get(tenant)
+        if key is None:
+            key = self.keys.keys(tenant, "tenant", ["names"], create=True)["names"]
+            self._naming_keys[tenant] = key
+        return hmac.new(key, value.encode(), hashlib.sha256).hexdigest()
 
     def tokens(self, tenant: str, values: Iterable[str]) -> list[str]:
         return [self.token(tenant, v) for v in values]
@@ -139,10 +168,12 @@ class Crypt:
     ) -> SealedRecord:
         tenant = record.tenant
         full = record.model_dump_json(exclude={"status", "tombstone"})
+        fingerprint = record.fingerprint()
         if key is None:  # an erased record: a tombstone, nothing left to hide
             return SealedRecord(
                 content=record.content,
                 content_hash=self.token(tenant, record.content_hash),
+                fingerprint=fingerprint,
                 embedding=None,
                 json=full,
                 sealed=None,
@@ -162,6 +193,7 @@ class Crypt:
         return SealedRecord(
             content=seal(key, aad + b"/content", record.content.encode()),
             content_hash=self.token(tenant, record.content_hash),
+            fingerprint=self._seal_fingerprint(key, tenant, record.id, fingerprint, None),
             embedding=embedding,
             json=shell,
             sealed=seal(key, aad, full.encode()),
@@ -176,6 +208,18 @@ class Crypt:
         key = self.keys.keys(record.tenant, "record", [record.id], create=True)[record.id]
         aad = _aad("record", record.tenant, record.id) + f"/v/{until}".encode()
         return base64.b64encode(seal(key, aad, record.model_dump_json().encode())).decode()
+
+    def seal_version_fingerprint(self, tenant: str, record_id: str, fingerprint: str, until: int) -> str:
+        """A kept version's fingerprint sealed under the record's key."""
+        key = self.keys.keys(tenant, "record", [record_id], create=True)[record_id]
+        return self._seal_fingerprint(key, tenant, record_id, fingerprint, until)
+
+    @staticmethod
+    def _seal_fingerprint(
+        key: bytes, tenant: str, record_id: str, fingerprint: str, until: int | None
+    ) -> str:
+        blob = seal(key, _fingerprint_aad(tenant, record_id, until), fingerprint.encode())
+        return SEALED_FINGERPRINT + base64.b64encode(blob).decode()
 
     def seal_sources(
         self, tenant: str, sources: Iterable[Source], keys: dict[str, bytes] | None = None
@@ -208,6 +252,37 @@ class Crypt:
         wanted = [row[4] for row in rows if row[3] is not None]
         keys = self.keys.keys(tenant, "record", wanted, create=False) if wanted else {}
         return [self._record(tenant, row, keys.get(row[4])) for row in rows]
+
+    def record_keys(self, tenant: str, ids: Iterable[str]) -> dict[str, bytes]:
+        """The data keys that still exist of these records (none is created)."""
+        wanted = sorted(set(ids))
+        return self.keys.keys(tenant, "record", wanted, create=False) if wanted else {}
+
+    def fingerprints(
+        self,
+        tenant: str,
+        stored: Sequence[tuple[str, str, int | None]],
+        keys: dict[str, bytes] | None = None,
+    ) -> list[str | None]:
+        """The fingerprints of stored ``(record id, stored fingerprint, until µs of a kept
+        version or None for the live one)``: a clear one as it is, a sealed one opened;
+        None where the record's key is gone (erased)."""
+        if keys is None:
+            keys = self.record_keys(tenant, (rid for rid, fp, _ in stored if _is_sealed(fp)))
+        out: list[str | None] = []
+        for rid, fingerprint, until in stored:
+            if not _is_sealed(fingerprint):
+                out.append(fingerprint)
+                continue
+            key = keys.get(rid)
+            try:
+                if key is None:
+                    raise ValueError("key deleted")
+                blob = base64.b64decode(fingerprint[len(SEALED_FINGERPRINT) :])
+                out.append(unseal(key, _fingerprint_aad(tenant, rid, until), blob).decode())
+            except ValueError:
+                out.append(None)
+        return out
 
     def versions(self, tenant: str, kept: Sequence[tuple[str, int, str]]) -> dict[str, MemoryRecord]:
         """The kept versions ``(record id, until µs, sealed text)`` opened, by record id; one
@@ -265,11 +340,13 @@ class Crypt:
                     del values[name]
         return Source.model_validate(values)
 
-    def docs(self, tenant: str, rows: Sequence[Sequence[Any]]) -> dict[str, _Doc | None]:
+    def docs(
+        self, tenant: str, rows: Sequence[Sequence[Any]], keys: dict[str, bytes] | None = None
+    ) -> dict[str, _Doc | None]:
         """Decrypted ``(content, embedding)`` of ``[id, content, embedding]`` rows; None for a
         record whose key is gone (erased)."""
-        wanted = [row[0] for row in rows if isinstance(row[1], bytes | bytearray)]
-        keys = self.keys.keys(tenant, "record", wanted, create=False) if wanted else {}
+        if keys is None:
+            keys = self.record_keys(tenant, (row[0] for row in rows if isinstance(row[1], bytes | bytearray)))
         out: dict[str, _Doc | None] = {}
         for rid, content, embedding in rows:
             if not isinstance(content, bytes | bytearray):  # written before encryption
@@ -308,3 +385,7 @@ class Crypt:
             self.keys.delete(tenant, "record", [r.id for r in erased])
         if gone:
             self.keys.delete(tenant, "source", gone)
+
+
+def _is_sealed(fingerprint: str) -> bool:
+    return fingerprint.startswith(SEALED_FINGERPRINT)

@@ -28,7 +28,7 @@ from graphmem.backends.base import (
     UpdateRecord,
 )
 from graphmem.backends.cypher import statements
-from graphmem.backends.neo4j_cache import fingerprint_tokens
+from graphmem.backends.neo4j_cache import stored_tokens
 from graphmem.backends.neo4j_crypt import Crypt, SealedRecord, record_of
 from graphmem.errors import GraphmemError, LineageError
 from graphmem.gate import validity_window
@@ -120,8 +120,9 @@ def _next_ord() -> int:
     return _last_ord
 
 
-def _gate_list(record: MemoryRecord, fingerprint: str) -> list[int]:
-    """The record's gate inputs as gate.cypher reads them, without the two edge times."""
+def _gate_list(record: MemoryRecord, stored: str) -> list[int]:
+    """The record's gate inputs as gate.cypher reads them, without the two edge times
+    (the fingerprint's tokens are of its stored, sealed form: ``stored_tokens``)."""
     start, end = validity_window(record)
     recency = record.valid_from or record.event_time or record.created_at
     return [
@@ -133,7 +134,7 @@ def _gate_list(record: MemoryRecord, fingerprint: str) -> list[int]:
         1 if record.succeeded else 0,
         (recency - _EPOCH) // _MICRO,
         0 if record.embedding is None else 1,
-        *fingerprint_tokens(fingerprint),
+        *stored_tokens(stored),
     ]
 
 
@@ -151,7 +152,7 @@ def _record_row(record: MemoryRecord, sealed: SealedRecord) -> list[Any]:
     """A record as the list ``RECORD_ROW`` lays out. Text-bearing values are sealed
     (``graphmem.backends.neo4j_crypt``); outcome, writer and procedure name and version are
     only in the sealed JSON, so their node properties are null."""
-    _, fingerprint, tombstone = _stored(record)
+    tombstone = None if record.tombstone is None else record.tombstone.model_dump_json()
     return [
         record.id,
         record.kind.value,
@@ -174,10 +175,10 @@ def _record_row(record: MemoryRecord, sealed: SealedRecord) -> list[Any]:
         micros(record.valid_from),
         micros(record.valid_to),
         micros(record.expires_at),
-        fingerprint,
+        sealed.fingerprint,
         sealed.json,
         tombstone,
-        _gate_list(record, fingerprint),
+        _gate_list(record, sealed.fingerprint),
         sealed.sources,
         sealed.sealed,
     ]
@@ -185,8 +186,8 @@ def _record_row(record: MemoryRecord, sealed: SealedRecord) -> list[Any]:
 
 def _prior_row(record: MemoryRecord, prior: PriorVersion | None, crypt: Crypt) -> list[Any] | None:
     """The version an overwrite keeps, as the statements read it: [until in µs, status code,
-    fingerprint, its two tokens, the whole version sealed ("" when the caller kept no
-    record)]; None when it keeps none (or nothing changed)."""
+    fingerprint sealed, the two tokens of that, the whole version sealed ("" when the caller
+    kept no record)]; None when it keeps none (or nothing changed)."""
     if prior is None or record.status is Status.ERASED:
         return None
     if prior.fingerprint is None:  # this backend does not copy stored fingerprints
@@ -195,18 +196,19 @@ def _prior_row(record: MemoryRecord, prior: PriorVersion | None, crypt: Crypt) -
     if prior.fingerprint == fingerprint:
         return None
     until = (prior.until - _EPOCH) // _MICRO
+    sealed = crypt.seal_version_fingerprint(record.tenant, record.id, prior.fingerprint, until)
     return [
         until,
         _STATUS_CODE[prior.status],
-        prior.fingerprint,
-        *fingerprint_tokens(prior.fingerprint),
+        sealed,
+        *stored_tokens(sealed),
         "" if prior.record is None else crypt.seal_version(prior.record, until),
     ]
 
 
 def _update_row(record: MemoryRecord, sealed: SealedRecord) -> list[Any]:
     """What an UpdateRecord may change: status, and what an erase clears (update_records.cypher)."""
-    _, fingerprint, tombstone = _stored(record)
+    tombstone = None if record.tombstone is None else record.tombstone.model_dump_json()
     return [
         record.id,
         record.status.value,
@@ -215,9 +217,9 @@ def _update_row(record: MemoryRecord, sealed: SealedRecord) -> list[Any]:
         sealed.content_hash,
         sealed.embedding,
         sealed.tags,
-        fingerprint,
+        sealed.fingerprint,
         sealed.json,
-        _gate_list(record, fingerprint),
+        _gate_list(record, sealed.fingerprint),
         None,
         None,
         None,
