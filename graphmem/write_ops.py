@@ -30,7 +30,7 @@ from graphmem.model import (
     WriteReason,
 )
 from graphmem.model.canonical import sha256
-from graphmem.policy import approved_record, decide, find_conflicts, find_duplicate, normalised_key
+from graphmem.policy import approved_record, decide, dedup_text, find_conflicts, find_duplicate
 from graphmem.policy.merge import untrusted_promotion
 
 __all__ = ["WriteGateOps"]
@@ -119,8 +119,11 @@ class WriteGateOps(StoreCore):
             )
             return self._reject(proposed, rejected, tenant)
         if proposal.id is None:
-            # Identical proposals get the same id, so concurrent ones cannot both create a record.
-            key = normalised_key(tenant, record.scope, record.kind, record.content)
+            # Identical proposals get the same id, so concurrent ones cannot both create a
+            # record. The backend's name digest (keyed on Neo4j): a tombstone keeps the id.
+            key = self.backend.name_digest(
+                tenant, dedup_text(tenant, record.scope, record.kind, record.content)
+            )
             record = record.model_copy(update={"id": f"mem-{key[:32]}"})
         record = record.model_copy(update={"proposal_id": proposal.proposal_id})
         decision = verdict.to_decision(record.id)

@@ -168,6 +168,13 @@ class Backend(Protocol):
 
     def get(self, tenant: str, record_id: str) -> MemoryRecord | None: ...
 
+    def name_digest(self, tenant: str, value: str) -> str:
+        """A 64-hex-digit digest of ``value`` for names derived from content (proposal ids,
+        hashed LangGraph scopes and item ids): the same for the same value and tenant, always.
+        Tombstones keep such names, so where the store's files outlive an erase (Neo4j) it is
+        keyed, and confirms no guess of the erased text."""
+        ...
+
     def existing_ids(self, tenant: str, record_ids: Sequence[str]) -> set[str]: ...
 
     def scope_ancestors(self, tenant: str, scopes: Sequence[str]) -> set[str]:

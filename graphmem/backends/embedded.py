@@ -1156,6 +1156,13 @@ class EmbeddedBackend:
             events = [e for e in events if e.at >= since]
         return events
 
+    def name_digest(self, tenant: str, value: str) -> str:
+        """SHA-256 of ``value``, unkeyed: a key kept in this file would sit beside the
+        tombstones it protects, so it would confirm a guess as well. Such a name is the one
+        thing derived from erased text that an erase leaves here (docs/erasure.md); give a
+        proposal its own ``id`` where that matters."""
+        return sha256(value)
+
     def erasure_guarantee(self) -> str:
         """What an erase guarantees on this backend, for reports."""
         if self.directory is None:

@@ -15,12 +15,18 @@ Mapping
   ``WITHIN`` its parent prefix, up to the root ``ns:langgraph``, so the scope
   graph mirrors the namespace tree and ``MemoryStore.forget(target=
   "ns:langgraph/users/alice", ...)`` forgets a whole subtree. A path whose
-  scope name would pass graphmem's 200-character limit is named
-  ``ns:langgraph.h/<sha256 of the path>`` instead (still linked to its parent).
+  scope name would pass graphmem's 200-character limit, or that looks like
+  personal data, is named ``ns:langgraph.h/<digest of the path>`` instead (still
+  linked to its parent; ``GraphmemStore.scope_of`` names it).
 * **Item → record.** One record per *version* of an item, ``semantic`` by
   default (``kind=Kind.EPISODIC`` is the alternative): valid_from = the put
   time, one ``Source(type="langgraph")`` as provenance, tag ``langgraph``,
-  writer ``langgraph``. The id is ``lg-<sha256(namespace, key)[:32]>-<seq>``.
+  writer ``langgraph``. The id is ``lg-<digest(namespace, key)[:32]>-<seq>``.
+  Digests are the backend's ``name_digest`` (tombstones keep ids and scopes):
+  SHA-256 on the embedded store, keyed HMAC-SHA-256 on Neo4j, so a tombstone
+  there confirms no guess of an erased namespace or key. Items and scopes an
+  earlier version named with SHA-256 on Neo4j are still read, and a put
+  supersedes their current version.
   The content is the canonical JSON of ``{namespace, key, value, order,
   seq, ttl}``, so an erase removes the key and value with it.
 * **put** of an existing item ``supersede``\\ s its current version (graphmem
@@ -154,8 +160,14 @@ def _escape(label: str) -> str:
     return "".join(c if c in _SAFE else "".join(f".{b:02X}" for b in c.encode()) for c in label)
 
 
-def namespace_scope(namespace: Namespace) -> str:
-    """The graphmem scope a LangGraph namespace maps to (``()`` is the root ``ns:langgraph``)."""
+def _sha256(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()
+
+
+def namespace_scope(namespace: Namespace, digest: Callable[[str], str] = _sha256) -> str:
+    """The graphmem scope a LangGraph namespace maps to (``()`` is the root ``ns:langgraph``);
+    a hashed one (too long, or naming a person) with ``digest`` (SHA-256 by default, the
+    embedded store's ``name_digest``; ``GraphmemStore.scope_of`` uses its backend's)."""
     name = "/".join(["langgraph", *(_escape(label) for label in namespace)])
     # A namespace naming a person by address (("users", "alice@example.com")) must not become
     # a scope key, which tombstones keep: hashed, it lives only in its records (erasable).
@@ -164,8 +176,7 @@ def namespace_scope(namespace: Namespace) -> str:
         or holds_personal_data(f"ns:{name}")
         or holds_personal_data("ns:" + "/".join(namespace))
     ):
-        digest = hashlib.sha256(canonical_json(list(namespace)).encode()).hexdigest()
-        return f"{ROOT_SCOPE}.h/{digest}"
+        return f"{ROOT_SCOPE}.h/{digest(canonical_json(list(namespace)))}"
     return f"ns:{name}"
 
 
@@ -239,10 +250,9 @@ class _Entry:
         return canonical_json(envelope)
 
 
-def _version_prefix(namespace: Namespace, key: str) -> str:
+def _version_prefix(namespace: Namespace, key: str, digest: Callable[[str], str] = _sha256) -> str:
     """Every version id of one item starts with this (``lg-<digest>-<seq>``)."""
-    digest = hashlib.sha256(canonical_json([list(namespace), key]).encode()).hexdigest()[:32]
-    return f"lg-{digest}-"
+    return f"lg-{digest(canonical_json([list(namespace), key]))[:32]}-"
 
 
 class GraphmemStore(BaseStore):
@@ -313,6 +323,26 @@ class GraphmemStore(BaseStore):
         """The store's backend (``@transactional`` runs a put in one of its transactions)."""
         return self.store.backend
 
+    def _digest(self, value: str) -> str:
+        return self.store.backend.name_digest(self.tenant, value)
+
+    def scope_of(self, namespace: Namespace) -> str:
+        """The scope this store writes ``namespace``'s items to (``namespace_scope`` with the
+        backend's name digest): a ``MemoryStore.forget`` target for the namespace."""
+        return namespace_scope(tuple(namespace), self._digest)
+
+    def _scopes_of(self, namespace: Namespace) -> list[str]:
+        """The scopes ``namespace``'s items may apply to: this store's name and, where it
+        differs (a hashed name on Neo4j), the SHA-256 name earlier versions wrote."""
+        return list(dict.fromkeys((self.scope_of(namespace), namespace_scope(namespace))))
+
+    def _prefixes(self, namespace: Namespace, key: str) -> list[str]:
+        """The id prefixes of the item's versions: this store's, then the SHA-256 one earlier
+        versions wrote where it differs."""
+        return list(
+            dict.fromkeys((_version_prefix(namespace, key, self._digest), _version_prefix(namespace, key)))
+        )
+
     # -- BaseStore --------------------------------------------------------
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
@@ -373,8 +403,10 @@ class GraphmemStore(BaseStore):
 
     def _live(self, prefix: Namespace, *, exact: bool) -> list[_Entry]:
         """Current versions under ``prefix`` (or exactly in it), gated as of now, in search order."""
-        scope = namespace_scope(prefix)
-        scopes = {scope} if exact else {scope, *self.store.backend.scope_descendants(self.tenant, scope)}
+        scopes = set(self._scopes_of(prefix))
+        if not exact:
+            for scope in list(scopes):
+                scopes |= self.store.backend.scope_descendants(self.tenant, scope)
         newest: dict[tuple[Namespace, str], _Entry] = {}
         for record_id, content, _, _ in self.store.backend.gate(self._ctx(scopes)).survivors:
             entry = self._decode(record_id, content)
@@ -473,7 +505,13 @@ class GraphmemStore(BaseStore):
         """The item's current version, if the gate passes it now: its versions by id prefix
         (an index range, whatever the namespace's size), the newest one gated alone."""
         for _ in range(_ATTEMPTS):
-            versions = self.store.backend.with_id_prefix(self.tenant, _version_prefix(namespace, key))
+            versions: list[MemoryRecord] = []
+            for prefix in self._prefixes(namespace, key):
+                # A put supersedes an item's old-named versions with one named this store's
+                # way: the old names are read only for an item without such a version.
+                versions = self.store.backend.with_id_prefix(self.tenant, prefix)
+                if versions:
+                    break
             found = [
                 (entry, record)
                 for record in versions
@@ -484,7 +522,7 @@ class GraphmemStore(BaseStore):
             if not found:
                 return None
             entry, record = max(found, key=lambda pair: pair[0].seq)
-            ctx = self._ctx([namespace_scope(namespace)])
+            ctx = self._ctx(self._scopes_of(namespace))
             gate_input = getattr(self.store.backend, "gate_input", None)
             if gate_input is not None:  # the verdict from its inputs, which a get may keep
                 inputs = gate_input(ctx, record.id)
@@ -667,7 +705,7 @@ class GraphmemStore(BaseStore):
             self._link(namespace)
         seq = self._next_seq(now, None if head is None else head[0])
         entry = _Entry(
-            f"{_version_prefix(namespace, key)}{seq}",
+            f"{self._prefixes(namespace, key)[0]}{seq}",
             namespace,
             key,
             value,
@@ -692,7 +730,7 @@ class GraphmemStore(BaseStore):
         with self._lock:
             if gate_input is None or not self._sync_heads():
                 return
-            ctx = self._ctx([namespace_scope(namespace)])
+            ctx = self._ctx(self._scopes_of(namespace))
             inputs = gate_input(ctx, record.id)
             if inputs is not None and drop_reason(inputs[0], ctx, inputs[1]) is None:
                 self._hold_head(namespace, entry, record, inputs, ctx)
@@ -718,7 +756,7 @@ class GraphmemStore(BaseStore):
             id=entry.id,
             tenant=self.tenant,
             kind=self.kind,
-            scope=namespace_scope(entry.namespace),
+            scope=self.scope_of(entry.namespace),
             content=entry.content(),
             created_at=now,
             valid_from=None if episodic else now,
@@ -736,7 +774,7 @@ class GraphmemStore(BaseStore):
         for depth in range(1, len(namespace) + 1):
             path = namespace[:depth]
             if path not in self._linked:
-                self.store.scope_within(self.tenant, namespace_scope(path), namespace_scope(path[:-1]))
+                self.store.scope_within(self.tenant, self.scope_of(path), self.scope_of(path[:-1]))
                 self._linked.add(path)
 
     def _next_seq(self, now: datetime, head: _Entry | None) -> int:

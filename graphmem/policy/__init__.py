@@ -4,7 +4,13 @@ Imports the model only; ``MemoryStore.propose``/``approve`` orchestrate it.
 """
 
 from graphmem.policy.decide import PolicyVerdict, decide, effective_trust
-from graphmem.policy.merge import approved_record, find_conflicts, find_duplicate, normalised_key
+from graphmem.policy.merge import (
+    approved_record,
+    dedup_text,
+    find_conflicts,
+    find_duplicate,
+    normalised_key,
+)
 from graphmem.policy.metrics import corpus_metrics
 from graphmem.policy.poisoning import PoisonFinding, concealed_findings, poisoning_findings, scan_poisoning
 from graphmem.policy.secrets import SecretFinding, find_secrets, redact_secrets
@@ -18,6 +24,7 @@ __all__ = [
     "concealed_findings",
     "corpus_metrics",
     "decide",
+    "dedup_text",
     "effective_trust",
     "find_conflicts",
     "find_duplicate",

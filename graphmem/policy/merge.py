@@ -14,6 +14,7 @@ from graphmem.model.write import WritePolicy, subject_tag
 
 __all__ = [
     "approved_record",
+    "dedup_text",
     "find_conflicts",
     "find_duplicate",
     "normalised_key",
@@ -29,7 +30,13 @@ def normalised_key(tenant: str, scope: str, kind: Kind | str, content: str) -> s
     Content is normalised as in ``content_hash`` (NFKC, case-folded, whitespace
     collapsed), so "Prefers  EMAIL" and "prefers email" are one memory.
     """
-    return sha256(canonical_json([tenant, scope, str(Kind(kind)), content_hash(content)]))
+    return sha256(dedup_text(tenant, scope, kind, content))
+
+
+def dedup_text(tenant: str, scope: str, kind: Kind | str, content: str) -> str:
+    """What ``normalised_key`` hashes: tenant, scope, kind and the normalised content hash as
+    canonical JSON (proposal ids are a backend's ``name_digest`` of it)."""
+    return canonical_json([tenant, scope, str(Kind(kind)), content_hash(content)])
 
 
 def find_duplicate(record: MemoryRecord, existing: Iterable[MemoryRecord]) -> MemoryRecord | None:
