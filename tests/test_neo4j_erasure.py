@@ -3,7 +3,8 @@
 A dedicated server with a kept data directory: unique markers are written in every
 text-bearing field, erased, the server is stopped cleanly (its shutdown checkpoints) and
 every file under its data directory — store files, transaction logs, index files — is
-grepped. A crash between deleting the keys and updating the graph leaves the record
+grepped: no erased text, no fingerprint of an erased record (live or kept version) and no
+content-derived SHA-256 name of it. A crash between deleting the keys and updating the graph leaves the record
 erased; a store written before encryption is refused for erase until `graphmem migrate
 --encrypt`; `graphmem forget --mode erase` says what was removed and what holds.
 """
@@ -31,11 +32,13 @@ from graphmem import (
     Source,
     Status,
     Trust,
+    WriteProposal,
 )
 from graphmem.backends.keystore import SqliteKeyStore
 from graphmem.backends.neo4j import Neo4jBackend
 from graphmem.backends.neo4j_crypt import ERASED_UNREAD
 from graphmem.cli import cli
+from graphmem.policy import normalised_key
 from graphmem.testing import neo4j_server
 from graphmem.testing.neo4j_server import LocalNeo4j, Neo4jTarget
 from tests.conftest import KNOWN
@@ -166,8 +169,33 @@ def test_erased_text_is_in_no_file_under_the_servers_data_directory(
         assert store.backend.with_tag(tenant, erased["tag"])
         backend = store.backend
         assert isinstance(backend, Neo4jBackend)
-        shredded = backend.keys.keys(tenant, "record", ["p-gone", "e-gone"], create=False)
-        assert sorted(shredded) == ["e-gone", "p-gone"]
+        # A proposal named from its content, and a revoke that keeps a version: fingerprints
+        # (live and kept) and the content-derived name are what a guess could be checked on.
+        proposal = WriteProposal(
+            tenant=tenant,
+            kind=Kind.SEMANTIC,
+            scope="workspace:w1",
+            content=f"prefers {erased['content']} for follow-ups",
+            valid_from=T0,
+            proposed_by="agent-7",
+        )
+        proposed = store.propose(proposal)
+        assert proposed.record_id is not None
+        key = normalised_key(tenant, proposal.scope, proposal.kind, proposal.content)
+        assert proposed.record_id != f"mem-{key[:32]}"
+        oracles = [key, f"mem-{key[:32]}"]
+        for rid in ("p-gone", "e-gone", proposed.record_id):
+            before = store.get(tenant, rid)
+            assert before is not None
+            oracles += [before.fingerprint(), before.content_hash]
+        store.forget(
+            ForgetRequest(
+                tenant=tenant, target="e-gone", mode=ForgetMode.REVOKE, reason="stale", requested_by="dpo"
+            )
+        )
+        oracles.append(store.get(tenant, "e-gone").fingerprint())  # type: ignore[union-attr]
+        shredded = backend.keys.keys(tenant, "record", ["p-gone", "e-gone", proposed.record_id], create=False)
+        assert sorted(shredded) == sorted(["e-gone", "p-gone", proposed.record_id])
         report = store.forget(
             ForgetRequest(
                 tenant=tenant, target="p-gone", mode=ForgetMode.ERASE, reason="GDPR", requested_by="dpo"
@@ -178,15 +206,28 @@ def test_erased_text_is_in_no_file_under_the_servers_data_directory(
                 tenant=tenant, target="e-gone", mode=ForgetMode.ERASE, reason="GDPR", requested_by="dpo"
             )
         )
+        store.forget(
+            ForgetRequest(
+                tenant=tenant,
+                target=proposed.record_id,
+                mode=ForgetMode.ERASE,
+                reason="GDPR",
+                requested_by="dpo",
+            )
+        )
         assert [e.action for e in report.entries] == ["erased"]
         assert store.get(tenant, "p-kept").content.startswith("retry with mkcontentkept")  # type: ignore[union-attr]
+        kept_fingerprint = store.get(tenant, "p-kept").fingerprint()  # type: ignore[union-attr]
     server.stop()  # a clean shutdown checkpoints every store file
     try:
         data = Path(str(server.home))
         assert _grep(data, [tenant]), "the grep finds what is stored in clear (ids, tenants)"
         assert _grep(data, list(erased.values())) == {}
+        # No hash that would confirm a guess of the erased text: fingerprints (hex) and the
+        # SHA-256 name of the proposal are nowhere.
+        assert _grep(data, oracles) == {}
         # Nothing is stored in clear, erased or not: the kept record's text is ciphertext too.
-        assert _grep(data, list(kept.values())) == {}
+        assert _grep(data, [*kept.values(), kept_fingerprint]) == {}
         key_files = keys.parent
         assert _grep(key_files, list(erased.values()) + list(kept.values())) == {}
         for rid, key in shredded.items():
