@@ -177,9 +177,10 @@ def test_erased_text_is_in_no_file_under_the_servers_data_directory(
             scope="workspace:w1",
             content=f"prefers {erased['content']} for follow-ups",
             valid_from=T0,
+            sources=(Source(id="msg-prop", type="message", trust=Trust.TRUSTED),),
             proposed_by="agent-7",
         )
-        proposed = store.propose(proposal)
+        proposed = store.propose(proposal, source_trust=Trust.TRUSTED)
         assert proposed.record_id is not None
         key = normalised_key(tenant, proposal.scope, proposal.kind, proposal.content)
         assert proposed.record_id != f"mem-{key[:32]}"

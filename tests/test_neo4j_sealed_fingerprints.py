@@ -155,7 +155,8 @@ def test_a_repeated_recall_opens_each_fingerprint_once_and_reuses_the_held_docs(
     store = _store(neo4j_driver, neo4j_target)
     backend = store.backend
     assert isinstance(backend, Neo4jBackend)
-    store.add_many([_fact(tenant, f"f{i}", f"refund rule number {i}") for i in range(6)])
+    fruits = ("apples", "bananas", "cherries", "dates", "figs", "grapes")
+    store.add_many([_fact(tenant, f"f{i}", f"refund rule about {fruit}") for i, fruit in enumerate(fruits)])
     _revoke(store, tenant, "f5")  # a dropped candidate: its fingerprint is held too
     opened: list[int] = []
     reads: list[str] = []
@@ -177,7 +178,7 @@ def test_a_repeated_recall_opens_each_fingerprint_once_and_reuses_the_held_docs(
     assert (reads, opened) == (["gate", "candidate_docs", "gate"], [6])
     assert second == first
     # Another query over the same candidates: a new gate report, but nothing to open or fetch.
-    third = store.recall(_ctx(tenant, limit=2), "rule number 3")
+    third = store.recall(_ctx(tenant, limit=2), "rule about dates")
     assert (reads[3:], opened) == (["gate"], [6])
     assert third.ids[0] == "f3"
     fresh = _store(neo4j_driver, neo4j_target)
@@ -320,6 +321,8 @@ def test_a_store_with_clear_fingerprints_is_refused_for_erase_until_migrate_seal
     _revoke(store, tenant, "f1")  # a kept version
     ctx = ReadContext(as_of=KNOWN, tenant=tenant, scopes=("case:c1",), now=T0 + timedelta(days=1))
     before = store.recall(ctx, "refund rule")
+    kept = backend.kept_fingerprints(tenant, ["f1"], T0)
+    assert set(kept) == {"f1"}
     live = _as_before_sealing(neo4j_driver, store, tenant)
     nodes = _nodes(neo4j_driver, tenant)
     assert nodes["f1"]["v_fp"] is not None
@@ -328,6 +331,8 @@ def test_a_store_with_clear_fingerprints_is_refused_for_erase_until_migrate_seal
     old = _store(neo4j_driver, neo4j_target)
     assert old.recall(ctx, "refund rule") == before
     assert old.verify(before.receipt, ctx).verified
+    assert old.backend.kept_fingerprints(tenant, ["f1"], T0) == kept
+    assert nodes["f1"]["v_fp"] == [kept["f1"]]
     for reader in (store, old):
         with pytest.raises(ContractViolation) as err:
             reader.forget(_erase(tenant, "f3"))
@@ -355,9 +360,7 @@ def test_a_store_with_clear_fingerprints_is_refused_for_erase_until_migrate_seal
     fresh = _store(neo4j_driver, neo4j_target)
     assert fresh.recall(ctx, "refund rule") == before
     assert fresh.verify(before.receipt, ctx).verified
-    assert fresh.backend.kept_fingerprints(tenant, ["f1"], T0) == backend.kept_fingerprints(
-        tenant, ["f1"], T0
-    )
+    assert fresh.backend.kept_fingerprints(tenant, ["f1"], T0) == kept
     # Erase works from then on, for the refused client too.
     store.forget(_erase(tenant, "f3"))
     assert store.get(tenant, "f3").status is Status.ERASED  # type: ignore[union-attr]

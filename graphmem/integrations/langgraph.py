@@ -26,7 +26,8 @@ Mapping
   SHA-256 on the embedded store, keyed HMAC-SHA-256 on Neo4j, so a tombstone
   there confirms no guess of an erased namespace or key. Items and scopes an
   earlier version named with SHA-256 on Neo4j are still read, and a put
-  supersedes their current version.
+  supersedes their current version (in the item's scope, as a supersession
+  must: such an item keeps its SHA-256 scope name).
   The content is the canonical JSON of ``{namespace, key, value, order,
   seq, ttl}``, so an erase removes the key and value with it.
 * **put** of an existing item ``supersede``\\ s its current version (graphmem
@@ -714,7 +715,9 @@ class GraphmemStore(BaseStore):
             ttl,
             vectors,
         )
-        record = self._record(entry, now)
+        # A new version stays in its item's scope (a supersession keeps kind and scope): an
+        # item first put under an earlier SHA-256 scope name keeps that name.
+        record = self._record(entry, now, self.scope_of(namespace) if head is None else head[1].scope)
         if head is None:
             self.store.add(record)
         else:
@@ -750,13 +753,13 @@ class GraphmemStore(BaseStore):
         )
         self.store.forget(request)
 
-    def _record(self, entry: _Entry, now: datetime) -> MemoryRecord:
+    def _record(self, entry: _Entry, now: datetime, scope: str) -> MemoryRecord:
         episodic = self.kind is Kind.EPISODIC
         return MemoryRecord(
             id=entry.id,
             tenant=self.tenant,
             kind=self.kind,
-            scope=self.scope_of(entry.namespace),
+            scope=scope,
             content=entry.content(),
             created_at=now,
             valid_from=None if episodic else now,
