@@ -109,7 +109,7 @@ def _old_way(lg: GraphmemStore) -> GraphmemStore:
     return lg
 
 
-@pytest.mark.parametrize("namespace", [("users", "alice@example.com"), ("x" * 150, "y" * 60), ("plain",)])
+@pytest.mark.parametrize("namespace", [("users", "+447946095812"), ("x" * 150, "y" * 60), ("plain",)])
 def test_items_written_with_the_old_names_are_read_and_superseded(
     store: MemoryStore, tenant: str, namespace: tuple[str, ...]
 ) -> None:

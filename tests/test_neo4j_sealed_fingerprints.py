@@ -33,6 +33,8 @@ from graphmem import (
     Source,
     Status,
     TransactionConflict,
+    Trust,
+    WriteProposal,
 )
 from graphmem.backends.base import PutRecord
 from graphmem.backends.neo4j import Neo4jBackend, fingerprint_tokens
@@ -141,12 +143,27 @@ def test_live_and_kept_fingerprints_are_sealed_and_the_tokens_are_of_the_sealed_
     assert backend.kept_fingerprints(tenant, ["f1"], T0) == {"f1": active.fingerprint()}
     selection = store.recall(ctx, "refund")
     assert selection.receipt.candidates_digest == expected
-    assert store.verify(selection.receipt, ctx).verified
-    # A replay as of before the revoke gates (and receipts) the kept version.
+    assert store.verify(selection.receipt, ctx).status == "verified"
+    # A replay as of before an overwrite (merged sources) gates and returns the kept version.
+    merged = store.propose(
+        WriteProposal(
+            tenant=tenant,
+            kind=Kind.SEMANTIC,
+            scope="case:c1",
+            content="refunds go back to the card",
+            valid_from=T0,
+            sources=(Source(id="src-extra", type="message", trust=Trust.TRUSTED),),
+            proposed_by="agent-7",
+        ),
+        source_trust=Trust.TRUSTED,
+    )
+    assert merged.record_id == "f2"
+    assert len(_nodes(neo4j_driver, tenant)["f2"]["v_fp"]) == 1
     then = ctx.model_copy(update={"as_of": T0 + timedelta(microseconds=1)})
-    replay = _store(neo4j_driver, neo4j_target).recall(then, "refund window")
-    assert "f1" in replay.ids
-    assert [r for r in replay.records if r.id == "f1"] == [active]
+    replay = _store(neo4j_driver, neo4j_target).recall(then, "refunds card")
+    assert replay.records == (second,)
+    assert replay.receipt.candidates_digest == expected
+    assert store.verify(replay.receipt, then).status == "verified"
 
 
 def test_a_repeated_recall_opens_each_fingerprint_once_and_reuses_the_held_docs(
@@ -330,7 +347,7 @@ def test_a_store_with_clear_fingerprints_is_refused_for_erase_until_migrate_seal
     # Still read as before: recall, verify, kept fingerprints.
     old = _store(neo4j_driver, neo4j_target)
     assert old.recall(ctx, "refund rule") == before
-    assert old.verify(before.receipt, ctx).verified
+    assert old.verify(before.receipt, ctx).status == "verified"
     assert old.backend.kept_fingerprints(tenant, ["f1"], T0) == kept
     assert nodes["f1"]["v_fp"] == [kept["f1"]]
     for reader in (store, old):
@@ -359,7 +376,7 @@ def test_a_store_with_clear_fingerprints_is_refused_for_erase_until_migrate_seal
     assert [sealed["f1"]["v_tok1"][0], sealed["f1"]["v_tok2"][0]] == list(stored_tokens(version))
     fresh = _store(neo4j_driver, neo4j_target)
     assert fresh.recall(ctx, "refund rule") == before
-    assert fresh.verify(before.receipt, ctx).verified
+    assert fresh.verify(before.receipt, ctx).status == "verified"
     assert fresh.backend.kept_fingerprints(tenant, ["f1"], T0) == kept
     # Erase works from then on, for the refused client too.
     store.forget(_erase(tenant, "f3"))
