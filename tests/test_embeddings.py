@@ -147,7 +147,7 @@ def test_embedded_records_round_trip_and_rank_on_every_backend(store: MemoryStor
         ],
         e,
     )
-    records[2] = records[2].model_copy(update={"embedding": None})
+    records[2] = records[2].model_copy(update={"embedding": None, "embedding_model": None})
     store.add_many(records)
     for record in records:
         assert store.get(tenant, record.id) == record

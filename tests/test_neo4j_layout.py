@@ -91,6 +91,7 @@ def _procedure(tenant: str) -> MemoryRecord:
         preconditions=("gateway-v2", "idempotency"),
         tags=("payments", "retry"),
         embedding=(0.25, -0.5, 1.0),
+        embedding_model="acme:ops-embedder-3",
     )
 
 
@@ -123,6 +124,7 @@ def test_node_properties_are_the_records_fields(
         "preconditions": crypt.tokens(tenant, ["gateway-v2", "idempotency"]),
         "tags": crypt.tokens(tenant, ["payments", "retry"]),
         "embedding": seal(key, aad + b"/embedding", array("d", [0.25, -0.5, 1.0]).tobytes()),
+        "embedding_model": seal(key, aad + b"/embedding_model", b"acme:ops-embedder-3"),
         "created_at": micros(record.created_at),
         "event_time": micros(record.event_time),
         "valid_from": micros(record.valid_from),
@@ -136,7 +138,15 @@ def test_node_properties_are_the_records_fields(
     assert unseal(key, aad, node["sealed"]).decode() == record.model_dump_json(
         exclude={"status", "tombstone"}
     )
-    for text in ("retry the capture", "ops-agent", "capture-retry", "gateway-v2", "payments", "step 3"):
+    for text in (
+        "retry the capture",
+        "ops-agent",
+        "capture-retry",
+        "gateway-v2",
+        "payments",
+        "step 3",
+        "ops-embedder",
+    ):
         assert all(text not in str(v) for v in node.values()), text
     gate = {
         "tenant": tenant,

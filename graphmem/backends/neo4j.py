@@ -662,10 +662,10 @@ class Neo4jBackend:
                 texts=[survivor[k] for k in wanted],
             )[0]["docs"]
             opened = self._crypt.docs(
-                tenant, [(row[0], row[2], row[3]) for row in fetched if row[2] is not None]
+                tenant, [(row[0], row[2], row[3], row[4]) for row in fetched if row[2] is not None]
             )
             fetched = [
-                row if row[0] not in opened else [row[0], row[1], *(opened[row[0]] or (None, None))]
+                row if row[0] not in opened else [row[0], row[1], *(opened[row[0]] or (None, None, None))]
                 for row in fetched
             ]
             found = {row[0]: row for row in fetched}
@@ -678,7 +678,7 @@ class Neo4jBackend:
                     return self._gate_with_content(ctx)
                 fingerprints[k] = row[1]
                 if survivor[k]:
-                    held[row[0]] = (row[2], None if row[3] is None else tuple(row[3]))
+                    held[row[0]] = (row[2], None if row[3] is None else tuple(row[3]), row[4])
             self._docs.put_many(tenant, fetched, epochs[0])
         verdicts = _verdicts(ids, fingerprints, reasons)
         alive = [(rid, fp) for rid, fp, r in verdicts if r is None]
@@ -686,7 +686,8 @@ class Neo4jBackend:
             (rid, held[rid][0], at / 1_000_000, held[rid][1])
             for (rid, _), at in zip(alive, recency, strict=True)
         ]
-        memo = Memo(ids, Verdicts.of_rows(verdicts, survivors), dict(alive))
+        models = {rid: model for rid, _ in alive if (model := held[rid][2]) is not None}
+        memo = Memo(ids, Verdicts.of_rows(verdicts, survivors, models), dict(alive))
         self._memo.put(key, memo, epochs[1])
         self._gated.fingerprints = memo.fingerprints
         return ViewGate(memo.verdicts)
@@ -698,7 +699,7 @@ class Neo4jBackend:
         reasons: list[str] = list(gated["reasons"])
         alive_ids = [rid for rid, r in zip(gated["ids"], reasons, strict=True) if not r]
         docs = {rid: doc for rid, doc in zip(alive_ids, gated["docs"], strict=True)}
-        opened = self._crypt.docs(ctx.tenant, [(rid, c, e) for rid, (c, e) in docs.items()])
+        opened = self._crypt.docs(ctx.tenant, [(rid, c, e, m) for rid, (c, e, m) in docs.items()])
         recency = dict(zip(alive_ids, gated["recency"], strict=True))
         for k, rid in enumerate(gated["ids"]):
             if not reasons[k] and opened[rid] is None:
@@ -707,10 +708,13 @@ class Neo4jBackend:
         alive = [(rid, fp) for rid, fp, r in verdicts if r is None]
         self._gated.fingerprints = dict(alive)
         survivors = []
+        models: dict[str, str] = {}
         for rid, _ in alive:
-            content, embedding = opened[rid] or ("", None)
+            content, embedding, model = opened[rid] or ("", None, None)
             survivors.append((rid, content, recency[rid] / 1_000_000, embedding))
-        return ViewGate(Verdicts.of_rows(verdicts, survivors))
+            if model is not None:
+                models[rid] = model
+        return ViewGate(Verdicts.of_rows(verdicts, survivors, models))
 
     def gate_one(self, ctx: ReadContext, record_id: str) -> tuple[str, DropReason | None] | None:
         gated = self._gate(ctx, record_id, fingerprints=True, with_content=False)

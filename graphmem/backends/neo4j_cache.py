@@ -25,14 +25,16 @@ def fingerprint_tokens(fingerprint: str) -> tuple[int, int]:
     return int(fingerprint[:15], 16), int(fingerprint[15:30], 16)
 
 
-_Entry = tuple[int, int, str, str | None, tuple[float, ...] | None, MemoryRecord | None]
-"""Fingerprint tokens, fingerprint, content and embedding (None when not held), and the
-whole record once a recall selected it."""
+_Doc = tuple[str, tuple[float, ...] | None, str | None]
+"""A survivor's ranking text: content, embedding, the embedding's model."""
+_Entry = tuple[int, int, str, str | None, tuple[float, ...] | None, str | None, MemoryRecord | None]
+"""Fingerprint tokens, fingerprint, content, embedding and its model (content None when not
+held), and the whole record once a recall selected it."""
 
 
 class DocCache:
     """What recall reads of recently gated records, by tenant and id: each candidate's
-    fingerprint, the survivors' text (content, embedding) for ranking, and the
+    fingerprint, the survivors' text (content, embedding, its model) for ranking, and the
     selected records themselves.
 
     The gate reports each candidate's fingerprint tokens (``fingerprint_tokens``)
@@ -57,12 +59,12 @@ class DocCache:
 
     def held(
         self, tenant: str, ids: list[str], first: list[int], second: list[int], survivor: list[bool]
-    ) -> tuple[list[str], dict[str, tuple[str, tuple[float, ...] | None]], list[int]]:
+    ) -> tuple[list[str], dict[str, _Doc], list[int]]:
         """For the gate's parallel lists (ids, both fingerprint tokens, survivor flags): each
         candidate's fingerprint ("" where not held for its tokens), the survivors' held text,
         and the positions of the candidates whose fingerprint or (survivors) text is missing."""
         fingerprints: list[str] = []
-        docs: dict[str, tuple[str, tuple[float, ...] | None]] = {}
+        docs: dict[str, _Doc] = {}
         missing: list[int] = []
         entries = self._entries
         with self._lock:
@@ -77,16 +79,16 @@ class DocCache:
                     if entry[3] is None:
                         missing.append(k)
                     else:
-                        docs[rid] = (entry[3], entry[4])
+                        docs[rid] = (entry[3], entry[4], entry[5])
         return fingerprints, docs, missing
 
     def put_many(
         self,
         tenant: str,
-        rows: Iterable[tuple[str, str, str | None, Sequence[float] | None]],
+        rows: Iterable[tuple[str, str, str | None, Sequence[float] | None, str | None]],
         epoch: int | None = None,
     ) -> None:
-        """Hold (id, fingerprint, content or None, embedding) rows, replacing what was held;
+        """Hold (id, fingerprint, content or None, embedding, its model) rows, replacing what was held;
         nothing if records of the tenant were dropped since ``epoch`` (a write committing
         around the read, perhaps an erasure, whose old text must not stay here)."""
         if self.capacity <= 0:
@@ -95,13 +97,14 @@ class DocCache:
         with self._lock:
             if epoch is not None and self._epochs.get(tenant, 0) != epoch:
                 return
-            for rid, fingerprint, content, embedding in rows:
+            for rid, fingerprint, content, embedding, model in rows:
                 entries.pop((tenant, rid), None)
                 entries[(tenant, rid)] = (
                     *fingerprint_tokens(fingerprint),
                     fingerprint,
                     content,
                     None if embedding is None else tuple(embedding),
+                    model,
                     None,
                 )
             while len(entries) > self.capacity:
@@ -113,8 +116,8 @@ class DocCache:
         with self._lock:
             for rid, fingerprint in keys:
                 entry = self._entries.get((tenant, rid))
-                if entry is not None and entry[2] == fingerprint and entry[5] is not None:
-                    found[rid] = entry[5]
+                if entry is not None and entry[2] == fingerprint and entry[6] is not None:
+                    found[rid] = entry[6]
         return found
 
     def put_record(self, tenant: str, fingerprint: str, record: MemoryRecord) -> None:
@@ -122,7 +125,7 @@ class DocCache:
         with self._lock:
             entry = self._entries.get((tenant, record.id))
             if entry is not None and entry[2] == fingerprint:
-                self._entries[(tenant, record.id)] = (*entry[:5], record)
+                self._entries[(tenant, record.id)] = (*entry[:6], record)
 
     def drop(self, keys: Iterable[tuple[str, str]]) -> None:
         with self._lock:
