@@ -7,7 +7,8 @@
 //   16 created_at, 17 event_time, 18 valid_from, 19 valid_to, 20 expires_at,
 //   21 fingerprint, 22 json (without status and tombstone), 23 tombstone
 //   (JSON or null), 24 gate (see gate.cypher), 25 sources, 26 sealed (the
-//   whole record, encrypted; null for a tombstone). Text-bearing values are
+//   whole record, encrypted; null for a tombstone), 27 embedding_model (the
+//   model that made the embedding, sealed beside it). Text-bearing values are
 //   ciphertext or keyed tokens (graphmem.backends.neo4j_crypt); 22 json is the
 //   record as its tombstone would keep it.
 // One MERGE per scope, not per record. CREATE, not MERGE, for the records: an
@@ -27,7 +28,7 @@ CREATE (m:Memory {
   writer: row[10], procedure_name: row[11], procedure_version: row[12], preconditions: row[13],
   tags: row[14], embedding: row[15], created_at: row[16], event_time: row[17], valid_from: row[18],
   valid_to: row[19], expires_at: row[20], fingerprint: row[21], json: row[22],
-  tombstone: row[23], sealed: row[26]
+  tombstone: row[23], sealed: row[26], embedding_model: row[27]
 })
 FOREACH (_ IN CASE WHEN row[1] = 'working' THEN [1] ELSE [] END | SET m:Working)
 FOREACH (_ IN CASE WHEN row[1] = 'episodic' THEN [1] ELSE [] END | SET m:Episodic)

@@ -32,9 +32,9 @@
 // version was held until, or null for the live one], which the client opens)
 // and reasons ('' = eligible); then, for the survivors in the same order, their
 // recency in µs and (only with $with_content, else an empty list) [content,
-// embedding], both sealed (the client decrypts them). A client that already
-// holds a candidate's fingerprint and text for its tokens need not receive them
-// again.
+// embedding, embedding model], all sealed (the client decrypts them). A client
+// that already holds a candidate's fingerprint and text for its tokens need not
+// receive them again.
 CALL () {
   WITH 1 AS _ WHERE $record_id IS NULL
   MATCH (entry:Scope {tenant: $tenant})
@@ -96,5 +96,6 @@ RETURN collect(id) AS ids, collect(g[8]) AS first, collect(g[9]) AS second,
   collect(CASE WHEN $fingerprints THEN
     CASE WHEN v IS NULL THEN [m.fingerprint, null] ELSE [m.v_fp[v], m.v_until[v]] END END) AS fingerprints, collect(reason) AS reasons,
   collect(CASE WHEN reason = '' THEN g[6] END) AS recency,
-  collect(CASE WHEN $with_content AND reason = '' THEN [m.content, CASE WHEN g[7] = 1 THEN m.embedding END] END)
+  collect(CASE WHEN $with_content AND reason = '' THEN [m.content, CASE WHEN g[7] = 1 THEN m.embedding END,
+    CASE WHEN g[7] = 1 THEN m.embedding_model END] END)
     AS docs

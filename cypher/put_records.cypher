@@ -2,7 +2,7 @@
 // like create_records.cypher (same row layout). A replaced record keeps its
 // SUPERSEDES / INVALIDATED_BY effect times and the latest time one of them was
 // recorded (entries 10, 11 and 13 of the gate list on its APPLIES_TO edge).
-// Row entry 27, when not null, is the version the row replaces ([until µs,
+// Row entry 28, when not null, is the version the row replaces ([until µs,
 // status code, fingerprint, its two tokens, the whole version sealed or ""]),
 // appended to the node's version lists (v_until, v_status, v_fp, v_tok1, v_tok2,
 // v_body) for replays as of earlier knowledge times (see gate.cypher; a version
@@ -19,9 +19,9 @@ SET m += {
   procedure_version: row[12], preconditions: row[13], tags: row[14], embedding: row[15],
   created_at: row[16], event_time: row[17], valid_from: row[18], valid_to: row[19],
   expires_at: row[20], fingerprint: row[21], json: row[22],
-  tombstone: row[23], sealed: row[26]
+  tombstone: row[23], sealed: row[26], embedding_model: row[27]
 }
-FOREACH (v IN CASE WHEN row[27] IS NULL THEN [] ELSE [row[27]] END |
+FOREACH (v IN CASE WHEN row[28] IS NULL THEN [] ELSE [row[28]] END |
   SET m.v_until = coalesce(m.v_until, []) + [v[0]], m.v_status = coalesce(m.v_status, []) + [v[1]],
     m.v_fp = coalesce(m.v_fp, []) + [v[2]], m.v_tok1 = coalesce(m.v_tok1, []) + [v[3]],
     m.v_tok2 = coalesce(m.v_tok2, []) + [v[4]], m.v_body = coalesce(m.v_body, []) + [coalesce(v[5], '')],

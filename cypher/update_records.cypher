@@ -8,15 +8,17 @@
 // APPLIES_TO edge, 10 outcome, 11 writer, 12 procedure_name,
 // 13 procedure_version, 14 preconditions (a tombstone clears them:
 // graphmem.model.erasure), 15 sealed (the whole record, encrypted; null for a
-// tombstone: graphmem.backends.neo4j_crypt), 16 the version the row replaces
-// or null (see put_records.cypher). An erase drops every kept version.
+// tombstone: graphmem.backends.neo4j_crypt), 16 embedding_model (sealed; a
+// tombstone clears it), 17 the version the row replaces or null (see
+// put_records.cypher). An erase drops every kept version.
 UNWIND $rows AS row
 MATCH (m:Memory {tenant: $tenant, id: row[0]})
 SET m.status = row[1], m.tombstone = row[2], m.content = row[3], m.content_hash = row[4],
   m.embedding = row[5], m.tags = row[6], m.fingerprint = row[7], m.json = row[8],
   m.outcome = row[10], m.writer = row[11], m.procedure_name = row[12],
-  m.procedure_version = row[13], m.preconditions = row[14], m.sealed = row[15]
-FOREACH (v IN CASE WHEN row[16] IS NULL THEN [] ELSE [row[16]] END |
+  m.procedure_version = row[13], m.preconditions = row[14], m.sealed = row[15],
+  m.embedding_model = row[16]
+FOREACH (v IN CASE WHEN row[17] IS NULL THEN [] ELSE [row[17]] END |
   SET m.v_until = coalesce(m.v_until, []) + [v[0]], m.v_status = coalesce(m.v_status, []) + [v[1]],
     m.v_fp = coalesce(m.v_fp, []) + [v[2]], m.v_tok1 = coalesce(m.v_tok1, []) + [v[3]],
     m.v_tok2 = coalesce(m.v_tok2, []) + [v[4]], m.v_body = coalesce(m.v_body, []) + [coalesce(v[5], '')],

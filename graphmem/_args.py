@@ -12,12 +12,13 @@ from typing import TypeVar
 
 from graphmem.errors import ContractViolation
 from graphmem.model import GraphmemModel
-from graphmem.model.base import AwareDatetime, Identifier, ScopeKey, Tenant
+from graphmem.model.base import AwareDatetime, EmbeddingModel, Identifier, ScopeKey, Tenant
 
 __all__ = [
     "MAX_QUERY_CHARS",
     "check_aware",
     "check_embedding",
+    "check_embedding_model",
     "check_flag",
     "check_id",
     "check_ids",
@@ -52,6 +53,11 @@ class _ScopeArg(GraphmemModel):
 class _IdArg(GraphmemModel):
     error_code = "invalid_id"
     id: Identifier
+
+
+class _EmbeddingModelArg(GraphmemModel):
+    error_code = "invalid_embedding_model"
+    model: EmbeddingModel
 
 
 class _TimeArg(GraphmemModel):
@@ -166,6 +172,27 @@ def check_embedding(values: object, what: str = "query_embedding") -> tuple[floa
             f"{what} holds NaN or infinite values; embeddings must be finite", code="embedding_not_finite"
         )
     return tuple(floats)
+
+
+def check_embedding_model(
+    value: object, embedding: tuple[float, ...] | None, what: str = "query_embedding_model"
+) -> str | None:
+    """``None`` or the id of the model that made ``embedding`` (``invalid_embedding_model``);
+    naming a model without an embedding is ``embedding_model_without_embedding``."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ContractViolation(
+            f"{what} must be a model id string, got {_kind(value)}", code="invalid_embedding_model"
+        )
+    model = str(_EmbeddingModelArg(model=value).model)
+    if embedding is None:
+        raise ContractViolation(
+            f"{what} names {model!r} but no query embedding was given; pass the query's embedding "
+            "made by that model too, or leave the model out",
+            code="embedding_model_without_embedding",
+        )
+    return model
 
 
 def check_rel_type(rel_type: str) -> str:

@@ -166,6 +166,7 @@ class StoreCore:
             explain: bool,
             query_embedding: Sequence[float] | None,
             *,
+            query_embedding_model: str | None = None,
             audit: bool = False,
             actor: str | None = None,
             narrow: Callable[[ReadContext], ReadContext] | None = None,

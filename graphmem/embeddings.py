@@ -14,10 +14,14 @@ Embed records before writing them and pass the query's embedding to recall::
 
     embedder = MiniLMEmbedder()
     store.add_many(embed_records(records, embedder))
-    store.recall(ctx, query, query_embedding=embed_query(query, embedder))
+    store.recall(
+        ctx, query, query_embedding=embed_query(query, embedder), query_embedding_model=embedder.name
+    )
 
 Ranking blends BM25 with cosine similarity only for records that carry an
-embedding; the gate is unchanged.
+embedding; the gate is unchanged. Embedded records carry the embedder's ``name`` as
+their ``embedding_model``; a recall whose query embedding has another dimension, or
+names another model, than a record it may use is refused (``embedding_model_mismatch``).
 """
 
 from __future__ import annotations
@@ -106,16 +110,19 @@ def embed_query(query: str, embedder: Embedder) -> tuple[float, ...]:
 
 
 def embed_record(record: MemoryRecord, embedder: Embedder) -> MemoryRecord:
-    """A copy of ``record`` whose ``embedding`` is its content's embedding (validated)."""
+    """A copy of ``record`` whose ``embedding`` is its content's embedding and whose
+    ``embedding_model`` is the embedder's ``name`` (validated: ``invalid_embedding_model``
+    for a name outside the id alphabet)."""
     return embed_records([record], embedder)[0]
 
 
 def embed_records(records: Iterable[MemoryRecord], embedder: Embedder) -> list[MemoryRecord]:
-    """Copies of ``records`` with embeddings set, embedded in one batch."""
+    """Copies of ``records`` with embeddings and ``embedding_model`` set, embedded in one batch."""
     batch = list(records)
     vectors = _checked(embedder, [r.content for r in batch])
+    model = embedder.name
     return [
-        MemoryRecord.model_validate({**r.model_dump(), "embedding": v})
+        MemoryRecord.model_validate({**r.model_dump(), "embedding": v, "embedding_model": model})
         for r, v in zip(batch, vectors, strict=True)
     ]
 

@@ -179,7 +179,8 @@ def evaluate(
             # vector: the query's embedding alone (no terms), through the same read path.
             modes = (("bm25", query.query, None), ("vector", "", vector), ("hybrid", query.query, vector))
             for mode, text, embedding in modes:
-                order = store.recall(ctx, text, query_embedding=embedding).ids
+                model = None if embedding is None else embedder.name
+                order = store.recall(ctx, text, query_embedding=embedding, query_embedding_model=model).ids
                 position = {rid: i for i, rid in enumerate(order, 1)}
                 found = [position.get(rid, 0) for rid in query.relevant]
                 by_mode[mode].append((query.style, found, len(query.relevant)))

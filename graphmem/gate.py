@@ -8,7 +8,7 @@ suite proves both give the same reason for every candidate.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from graphmem.model import DropReason, Kind, MemoryRecord, ReadContext, Status
@@ -210,11 +210,13 @@ class GateResult:
 
     ``verdicts`` has one (record id, fingerprint, drop reason or None) per
     candidate; ``survivors`` the ranking inputs (id, content, recency,
-    embedding) of those whose reason is None.
+    embedding) of those whose reason is None; ``models`` the embedding model of
+    each survivor whose embedding names one.
     """
 
     verdicts: list[tuple[str, str, DropReason | None]]
     survivors: list[tuple[str, str, float, tuple[float, ...] | None]]
+    models: dict[str, str] = field(default_factory=dict)
 
 
 def unknown_at(candidate: Candidate, as_of: datetime) -> bool:
@@ -228,6 +230,7 @@ def run_gate(candidates: list[tuple[Candidate, bool]], ctx: ReadContext) -> Gate
     """The reference gate over (candidate, in_scope) pairs."""
     verdicts: list[tuple[str, str, DropReason | None]] = []
     survivors: list[tuple[str, str, float, tuple[float, ...] | None]] = []
+    models: dict[str, str] = {}
     as_of = ctx.known_at
     for cand, in_scope in candidates:
         if unknown_at(cand, as_of):
@@ -238,4 +241,6 @@ def run_gate(candidates: list[tuple[Candidate, bool]], ctx: ReadContext) -> Gate
             record = cand.record
             assert record is not None, "the reference gate runs over whole records"
             survivors.append((cand.id, record.content, cand.recency, record.embedding))
-    return GateResult(verdicts, survivors)
+            if record.embedding_model is not None:
+                models[cand.id] = record.embedding_model
+    return GateResult(verdicts, survivors, models)

@@ -13,13 +13,13 @@ from __future__ import annotations
 import hashlib
 import heapq
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Protocol
 
 from graphmem.gate import GateResult
 from graphmem.model import DropReason
-from graphmem.ranking import Document, Prepared, rank, rank_prepared
+from graphmem.ranking import Document, EmbeddingKind, Prepared, embedding_kinds, rank, rank_prepared
 from graphmem.receipts import (
     decision_fragment,
     digest_of_fragments,
@@ -60,6 +60,10 @@ class Gated(Protocol):
         """Survivors best first, as ``graphmem.ranking.rank`` orders them."""
         ...
 
+    def embedding_kinds(self) -> frozenset[EmbeddingKind]:
+        """The (dimensions, model id or None) of the survivors' embeddings."""
+        ...
+
     def candidates_digest(self) -> str: ...
 
     def candidates_digest_with(self, fingerprints: Mapping[str, str]) -> str:
@@ -78,12 +82,16 @@ class RowGate:
 
     verdicts: list[tuple[str, str, DropReason | None]]
     survivors: list[Document]
+    models: dict[str, str] = field(default_factory=dict)
 
     def dropped(self) -> Iterable[tuple[str, DropReason]]:
         return [(rid, reason) for rid, _, reason in self._by_id() if reason is not None]
 
     def ranked(self, query: str, query_embedding: Sequence[float] | None) -> list[tuple[str, float]]:
         return rank(self.survivors, query, query_embedding)
+
+    def embedding_kinds(self) -> frozenset[EmbeddingKind]:
+        return embedding_kinds(self.survivors, self.models)
 
     def _by_id(self) -> list[tuple[str, str, DropReason | None]]:
         # Candidates are distinct records, so id order is the order of the digests' rows.
@@ -122,7 +130,7 @@ _LIMITED_TAIL = decision_fragment("", *LIMITED)[1:]
 def as_gated(result: GateResult | Gated) -> Gated:
     """What recall reads from a backend's gate result."""
     if isinstance(result, GateResult):
-        return RowGate(result.verdicts, result.survivors)
+        return RowGate(result.verdicts, result.survivors, result.models)
     return result
 
 
@@ -134,17 +142,26 @@ outcome — unmatched and past the limit); one of the two fragments is None."""
 class Verdicts:
     """Gate verdicts on a set of candidates, ready for ranking and digests."""
 
-    __slots__ = ("_digests", "candidate_fragments", "corpus", "dropped", "rows")
+    __slots__ = ("_digests", "_kinds", "candidate_fragments", "corpus", "dropped", "models", "rows")
 
     rows: list[Row]  # by id
     candidate_fragments: list[str]  # in the order of ``rows``
     dropped: list[tuple[str, DropReason]]  # by id
     corpus: Prepared
+    models: dict[str, str]  # survivor id -> the model its embedding names
 
     def __init__(self) -> None:
         self.rows, self.candidate_fragments, self.dropped = [], [], []
         self.corpus = Prepared([])
+        self.models = {}
         self._digests: tuple[str, bytes, list[int], dict[str, int]] | None = None
+        self._kinds: frozenset[EmbeddingKind] | None = None
+
+    def embedding_kinds(self) -> frozenset[EmbeddingKind]:
+        """The (dimensions, model) of the survivors' embeddings, found once."""
+        if self._kinds is None:
+            self._kinds = embedding_kinds(self.corpus.docs.values(), self.models)
+        return self._kinds
 
     def digests(self) -> tuple[str, bytes, list[int], dict[str, int]]:
         """(candidates digest, the decisions' canonical JSON with every survivor at the usual
@@ -164,11 +181,16 @@ class Verdicts:
 
     @classmethod
     def of_rows(
-        cls, verdicts: Iterable[tuple[str, str, DropReason | None]], survivors: Iterable[Document]
+        cls,
+        verdicts: Iterable[tuple[str, str, DropReason | None]],
+        survivors: Iterable[Document],
+        models: Mapping[str, str] | None = None,
     ) -> Verdicts:
         """The verdicts a backend reported: (record id, fingerprint, drop reason or None) per
-        candidate, and the survivors' ranking inputs."""
+        candidate, the survivors' ranking inputs and their embeddings' models (by id, for
+        those that name one)."""
         made = cls()
+        made.models = dict(models or {})
         for rid, fingerprint, reason in sorted(verdicts, key=itemgetter(0)):
             id_json = _id_json(rid)
             made.rows.append(_row(rid, id_json, reason))
@@ -187,6 +209,7 @@ class Verdicts:
         merged.candidate_fragments = [fragment for _, fragment in pairs]
         merged.dropped = list(heapq.merge(*(p.dropped for p in parts)))
         merged.corpus = Prepared(doc for p in parts for doc in p.corpus.docs.values())
+        merged.models = {rid: model for p in parts for rid, model in p.models.items()}
         return merged
 
 
@@ -218,6 +241,9 @@ class ViewGate:
 
     def ranked(self, query: str, query_embedding: Sequence[float] | None) -> list[tuple[str, float]]:
         return rank_prepared([self.verdicts.corpus], query, query_embedding)
+
+    def embedding_kinds(self) -> frozenset[EmbeddingKind]:
+        return self.verdicts.embedding_kinds()
 
     def candidates_digest(self) -> str:
         return self.verdicts.digests()[0]

@@ -340,6 +340,8 @@ class LineageOps(StoreCore):
         hops: int = 2,
         query: str = "",
         *,
+        query_embedding: Sequence[float] | None = None,
+        query_embedding_model: str | None = None,
         actor: str | None = None,
     ) -> Selection:
         """Episodes whose scope is reachable from ``anchor_scope`` over RELATED edges of the types in
@@ -353,7 +355,8 @@ class LineageOps(StoreCore):
         ``verify(receipt, store.precedents_context(ctx, anchor_scope, via, hops))``, with the
         ``ctx`` passed here. Raises ``ContractViolation`` like ``recall``, and for a bad anchor
         (``invalid_scope``), relation type (``invalid_relation_type``) or ``hops``
-        (``invalid_hops``).
+        (``invalid_hops``). ``query_embedding`` and ``query_embedding_model`` rank and check
+        embeddings as in ``recall`` (``embedding_model_mismatch``).
         """
         ctx, query, _ = self._read_args("precedents", ctx, query)
         anchor, types, hops = self._precedents_args(anchor_scope, via, hops)
@@ -361,7 +364,8 @@ class LineageOps(StoreCore):
             ctx,
             query,
             False,
-            None,
+            query_embedding,
+            query_embedding_model=query_embedding_model,
             audit=self.audit_recalls is not False,
             actor=actor,
             narrow=lambda asked: self._related_context(asked, anchor, types, hops),

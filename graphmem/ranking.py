@@ -12,7 +12,7 @@ import math
 import re
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import TypeVar
 
@@ -21,9 +21,12 @@ import numpy as np
 __all__ = [
     "SELECTOR_VERSION",
     "Document",
+    "EmbeddingKind",
     "Prepared",
     "Vectors",
     "cosine",
+    "embedding_kinds",
+    "embedding_mismatch",
     "forget_cached_terms",
     "rank",
     "rank_prepared",
@@ -66,6 +69,33 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
 
 Document = tuple[str, str, float, tuple[float, ...] | None]
 """What ranking needs of a survivor: (record id, content, recency timestamp, embedding)."""
+
+
+EmbeddingKind = tuple[int, str | None]
+"""What a stored embedding is: (its dimensions, the id of the model that made it or None)."""
+
+
+def embedding_kinds(docs: Iterable[Document], models: Mapping[str, str]) -> frozenset[EmbeddingKind]:
+    """The kinds of the documents' embeddings; ``models`` maps a document id to its model."""
+    return frozenset((len(emb), models.get(rid)) for rid, _, _, emb in docs if emb is not None)
+
+
+def embedding_mismatch(kinds: Iterable[EmbeddingKind], dimensions: int, model: str | None) -> str | None:
+    """Why a query embedding of ``dimensions`` (made by ``model``, if named) cannot be ranked
+    against survivors whose embeddings are of ``kinds``, or None when it can: every one must
+    have the query's dimensions and, where both name a model, the same model. The message
+    names the first clash in a fixed order, so every backend words it alike."""
+    query = f"{dimensions} dimensions" + ("" if model is None else f", model {model!r}")
+    for dims, other in sorted(kinds, key=lambda k: (k[0], k[1] or "")):
+        if dims != dimensions or (model is not None and other is not None and other != model):
+            record = f"{dims} dimensions" + ("" if other is None else f", model {other!r}")
+            return (
+                f"the query embedding ({query}) cannot be compared with the embedding of a record "
+                f"this read may use ({record}); embed the query with the records' model, or embed "
+                "the records again with the query's (embed_records) — similarity across models "
+                "or dimensions means nothing"
+            )
+    return None
 
 
 @lru_cache(maxsize=262_144)

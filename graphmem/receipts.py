@@ -30,6 +30,10 @@ def _context_digest(ctx: ReadContext, query: str, query_embedding: Sequence[floa
 
 
 def _top_digest(parts: dict[str, Any]) -> str:
+    """The digest over a receipt's parts; an unnamed embedding model is left out, so the
+    digests of receipts from before the field are unchanged."""
+    if parts.get("embedding_model") is None:
+        parts = {k: v for k, v in parts.items() if k != "embedding_model"}
     return sha256(canonical_json(parts))
 
 
@@ -79,14 +83,18 @@ def build_receipt(
     decisions: str,
     selected_ids: Sequence[str],
     selector_version: str,
+    *,
+    embedding_model: str | None = None,
 ) -> Receipt:
-    """Assemble a recall's receipt from the digests of its candidates and decisions."""
+    """Assemble a recall's receipt from the digests of its candidates and decisions; the
+    query's ``embedding_model`` is in its digest only when named."""
     parts: dict[str, Any] = {
         "selector_version": selector_version,
         "now": ctx.now,
         "as_of": ctx.known_at,
         "query": query,
         "query_embedding": None if query_embedding is None else list(query_embedding),
+        "embedding_model": embedding_model,
         "context_digest": _context_digest(ctx, query, query_embedding),
         "candidates_digest": candidates,
         "selection_digest": sha256(canonical_json(list(selected_ids))),

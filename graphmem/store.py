@@ -20,6 +20,7 @@ from graphmem._args import (
     MAX_QUERY_CHARS,
     check_aware,
     check_embedding,
+    check_embedding_model,
     check_flag,
     check_id,
     check_instance,
@@ -60,7 +61,7 @@ from graphmem.model import (
     utcnow,
 )
 from graphmem.model.base import validated
-from graphmem.ranking import SELECTOR_VERSION
+from graphmem.ranking import SELECTOR_VERSION, embedding_mismatch
 from graphmem.receipts import build_receipt, receipt_differences, receipt_problems
 from graphmem.write_ops import WriteGateOps
 
@@ -528,17 +529,28 @@ class MemoryStore(LineageOps, WriteGateOps):
         explain: bool = False,
         *,
         query_embedding: Sequence[float] | None = None,
+        query_embedding_model: str | None = None,
         actor: str | None = None,
     ) -> Selection:
         """Gate every candidate in SPEC §3's order, rank only the survivors, and receipt it.
 
         With ``explain=True`` the selection carries a ``Decision`` for every
         candidate, ranked ones in rank order and then the gate's drops by id;
-        otherwise only for the selected records. Raises ``ContractViolation``
-        (``not_a_context``, ``query_too_long``, ``embedding_not_finite``, ``bad_argument``).
+        otherwise only for the selected records. ``query_embedding_model`` names the model
+        that made ``query_embedding`` (the receipt keeps it). Raises ``ContractViolation``
+        (``not_a_context``, ``query_too_long``, ``embedding_not_finite``, ``bad_argument``,
+        ``invalid_embedding_model``, ``embedding_model_without_embedding``), and
+        ``embedding_model_mismatch`` when a record the gate let through was embedded in
+        another dimension than the query, or by another model than the one named.
         """
         return self._recall(
-            ctx, query, explain, query_embedding, audit=self.audit_recalls is not False, actor=actor
+            ctx,
+            query,
+            explain,
+            query_embedding,
+            query_embedding_model=query_embedding_model,
+            audit=self.audit_recalls is not False,
+            actor=actor,
         )
 
     def _read_args(
@@ -555,6 +567,7 @@ class MemoryStore(LineageOps, WriteGateOps):
         explain: bool,
         query_embedding: Sequence[float] | None,
         *,
+        query_embedding_model: str | None = None,
         audit: bool = False,
         actor: str | None = None,
         narrow: Callable[[ReadContext], ReadContext] | None = None,
@@ -562,13 +575,14 @@ class MemoryStore(LineageOps, WriteGateOps):
         """``recall``; ``narrow``, when given, turns the checked context into the one the recall
         reads with, inside the recall's read (``precedents`` reaches its scopes there)."""
         ctx, query, embedding = self._read_args("recall", ctx, query, query_embedding)
+        model = check_embedding_model(query_embedding_model, embedding)
         check_flag(explain, "explain")
         actor = check_text(actor, "actor", max_chars=256, optional=True)
         asked = ctx
         for attempt in range(1, ATTEMPTS + 1):
             with self.backend.reading():
                 ctx = asked if narrow is None else narrow(asked)
-                receipt, decisions = self._recall_now(ctx, query, explain, embedding)
+                receipt, decisions = self._recall_now(ctx, query, explain, embedding, model)
                 event = None
                 if audit:
                     event = AuditEvent(
@@ -600,9 +614,15 @@ class MemoryStore(LineageOps, WriteGateOps):
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _recall_now(
-        self, ctx: ReadContext, query: str, explain: bool, query_embedding: Sequence[float] | None
+        self,
+        ctx: ReadContext,
+        query: str,
+        explain: bool,
+        query_embedding: Sequence[float] | None,
+        query_model: str | None,
     ) -> tuple[Receipt, tuple[Decision, ...]]:
-        return self._receipt_of(as_gated(self.backend.gate(ctx)), ctx, query, explain, query_embedding)
+        gated = as_gated(self.backend.gate(ctx))
+        return self._receipt_of(gated, ctx, query, explain, query_embedding, query_model)
 
     def _receipt_of(
         self,
@@ -611,7 +631,13 @@ class MemoryStore(LineageOps, WriteGateOps):
         query: str,
         explain: bool,
         query_embedding: Sequence[float] | None,
+        query_model: str | None,
     ) -> tuple[Receipt, tuple[Decision, ...]]:
+        if query_embedding is not None:
+            # Over the survivors only: a record the gate dropped says nothing, not even its model.
+            problem = embedding_mismatch(gated.embedding_kinds(), len(query_embedding), query_model)
+            if problem is not None:
+                raise ContractViolation(problem, code="embedding_model_mismatch")
         ranked = gated.ranked(query, query_embedding)
         outcomes = _outcomes(ranked, ctx, every=explain)
         selected_ids = [rid for rid, _ in ranked[: ctx.limit] if outcomes[rid][0]]
@@ -623,6 +649,7 @@ class MemoryStore(LineageOps, WriteGateOps):
             gated.decisions_digest(outcomes),
             selected_ids,
             SELECTOR_VERSION,
+            embedding_model=query_model,
         )
         if explain:
             decisions = tuple(
@@ -679,7 +706,15 @@ class MemoryStore(LineageOps, WriteGateOps):
             return VerifyResult(status="mismatch", differences=tuple(problems))
         with self.backend.reading():
             gated = as_gated(self.backend.gate(ctx))
-            again, decisions = self._receipt_of(gated, ctx, receipt.query, True, receipt.query_embedding)
+            try:
+                again, decisions = self._receipt_of(
+                    gated, ctx, receipt.query, True, receipt.query_embedding, receipt.embedding_model
+                )
+            except ContractViolation as err:
+                if err.code != "embedding_model_mismatch":
+                    raise
+                # Records the recall ranked were embedded again (by another model) since.
+                return VerifyResult(status="mismatch", differences=(f"embedding: {err.message}",))
             if again == receipt:
                 return VerifyResult(status="verified")
         reasons = {d.record_id: d.reason for d in decisions}

@@ -48,6 +48,24 @@ TEXT = [(None, "bad_argument"), (5, "bad_argument"), ("x" * 3000, "bad_argument"
 ACTORS = [(None, "bad_argument"), (5, "bad_argument"), (" ", "bad_argument"), ("x" * 200, "bad_argument")]
 CONTEXTS = [(None, "not_a_context"), ("ctx", "not_a_context"), ({"tenant": "t"}, "not_a_context")]
 QUERIES = [(None, "bad_argument"), (5, "bad_argument"), (LONG_QUERY, "query_too_long")]
+QUERY_EMBEDDINGS = [
+    ([math.nan, 1.0], "embedding_not_finite"),
+    ([math.inf], "embedding_not_finite"),
+    ([-math.inf], "embedding_not_finite"),
+    ([], "empty_embedding"),
+    ("abc", "bad_argument"),
+    (["a"], "bad_argument"),
+    ([True], "bad_argument"),
+    (5, "bad_argument"),
+]
+# The valid calls pass no query embedding: a well-formed model id without one is refused too.
+QUERY_MODELS = [
+    (5, "invalid_embedding_model"),
+    ("", "invalid_embedding_model"),
+    ("a b", "invalid_embedding_model"),
+    ("x" * 129, "invalid_embedding_model"),
+    ("m-a", "embedding_model_without_embedding"),
+]
 NEO4J_URI = "bolt://127.0.0.1:1"
 
 # method -> (a valid call's arguments by name, {parameter: [(bad value, code), ...]}).
@@ -187,6 +205,8 @@ BAD: dict[str, tuple[dict[str, Any], dict[str, list[tuple[Any, str]]]]] = {
                 (11, "invalid_hops"),
             ],
             "query": QUERIES,
+            "query_embedding": QUERY_EMBEDDINGS,
+            "query_embedding_model": QUERY_MODELS,
             "actor": [(5, "bad_argument"), ("x" * 300, "bad_argument")],
         },
     ),
@@ -228,16 +248,8 @@ BAD: dict[str, tuple[dict[str, Any], dict[str, list[tuple[Any, str]]]]] = {
             "ctx": CONTEXTS,
             "query": QUERIES,
             "explain": [("yes", "bad_argument"), (None, "bad_argument")],
-            "query_embedding": [
-                ([math.nan, 1.0], "embedding_not_finite"),
-                ([math.inf], "embedding_not_finite"),
-                ([-math.inf], "embedding_not_finite"),
-                ([], "empty_embedding"),
-                ("abc", "bad_argument"),
-                (["a"], "bad_argument"),
-                ([True], "bad_argument"),
-                (5, "bad_argument"),
-            ],
+            "query_embedding": QUERY_EMBEDDINGS,
+            "query_embedding_model": QUERY_MODELS,
             "actor": [(5, "bad_argument"), ("x" * 300, "bad_argument")],
         },
     ),

@@ -114,7 +114,16 @@ opt_starts = sometimes(times(0, 4))
 opt_ends = sometimes(times(1, 6), one_in=4)
 POLICIES = ["default"] * 7 + ["strict"]
 SENSITIVITIES = [Sensitivity.PUBLIC, Sensitivity.INTERNAL, Sensitivity.INTERNAL, Sensitivity.CONFIDENTIAL]
-embeddings = sometimes(st.lists(st.sampled_from([-1.0, -0.5, 0.0, 0.25, 1.0]), min_size=2, max_size=3))
+#: mostly three dimensions: a survivor of another dimension than the query's refuses the read
+embeddings = sometimes(
+    st.integers(0, 7).flatmap(
+        lambda k: st.lists(
+            st.sampled_from([-1.0, -0.5, 0.0, 0.25, 1.0]), min_size=2 if k == 0 else 3, max_size=3
+        )
+    )
+)
+#: the model that made an embedding: mostly one, sometimes another or none named
+embedding_models = st.sampled_from(["m-a", "m-a", "m-a", "acme:m-b", None])
 contents = st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join)
 
 
@@ -139,6 +148,7 @@ def record_specs(draw: st.DrawFn) -> dict[str, Any]:
         "preconditions": draw(st.lists(st.sampled_from(CAPS), max_size=2, unique=True)),
         "sources": draw(st.lists(st.sampled_from(SOURCES), max_size=2, unique=True)),
         "embedding": draw(embeddings),
+        "embedding_model": draw(embedding_models),
         "version": draw(st.integers(1, 9)),
         "parents": draw(st.lists(st.integers(0, 63), max_size=2)),
     }
@@ -195,6 +205,7 @@ def build_record(
         preconditions=tuple(preconditions),
         sources=tuple(_source(s) for s in sources),
         embedding=None if spec["embedding"] is None else tuple(spec["embedding"]),
+        embedding_model=None if spec["embedding"] is None else spec["embedding_model"],
         procedure_name="capture-retry" if procedural else None,
         procedure_version=str(spec["version"]) if procedural else None,
         derived_from=derived_from,
@@ -291,6 +302,7 @@ def read_specs(draw: st.DrawFn) -> dict[str, Any]:
         "policy": draw(st.sampled_from(POLICIES)),
         "query": draw(st.sampled_from(["", *WORDS]) | contents),
         "query_embedding": draw(embeddings),
+        "query_embedding_model": draw(embedding_models),
         "anchor": draw(st.sampled_from(SCOPES)),
         "via": draw(st.lists(st.sampled_from(RELATION_TYPES), min_size=1, max_size=2, unique=True)),
         "hops": draw(st.integers(0, 3)),
@@ -429,7 +441,8 @@ def _lineage(lineage: Any) -> tuple[Any, ...]:
 
 
 def _context(tenant: str, spec: dict[str, Any]) -> ReadContext:
-    fields = {k: v for k, v in spec.items() if k not in {"query", "query_embedding", "anchor", "via", "hops"}}
+    query_fields = {"query", "query_embedding", "query_embedding_model", "anchor", "via", "hops"}
+    fields = {k: v for k, v in spec.items() if k not in query_fields}
     return ReadContext(tenant=tenant, **fields)
 
 
@@ -452,9 +465,18 @@ def _decisions(selection: Any) -> list[tuple[str, bool, Any, float | None]]:
 def compare_reads(pair: Pair, spec: dict[str, Any]) -> None:
     ctx = _context(pair.tenant, spec)
     query, query_embedding = spec["query"], spec["query_embedding"]
-    note(f"context {ctx.model_dump(mode='json')} query={query!r} embedding={query_embedding}")
-    e = pair.embedded.recall(ctx, query, explain=True, query_embedding=query_embedding)
-    n = pair.neo4j.recall(ctx, query, explain=True, query_embedding=query_embedding)
+    model = None if query_embedding is None else spec["query_embedding_model"]
+    note(f"context {ctx.model_dump(mode='json')} query={query!r} embedding={query_embedding} model={model}")
+    both = _unless_refused(
+        pair,
+        lambda s: s.recall(
+            ctx, query, explain=True, query_embedding=query_embedding, query_embedding_model=model
+        ),
+    )
+    if both is None:
+        compare_precedents(pair, spec, ctx)
+        return
+    e, n = both
     assert n.ids == e.ids
     event(f"selected {min(len(e.ids), 3)}+" if len(e.ids) >= 3 else f"selected {len(e.ids)}")
     for decision in e.decisions:
@@ -470,12 +492,40 @@ def compare_reads(pair: Pair, spec: dict[str, Any]) -> None:
         assert explained_n == explained_e, record_id
 
 
+def _unless_refused(pair: Pair, call: Callable[[MemoryStore], Any]) -> tuple[Any, Any] | None:
+    """``call``'s results on (embedded, neo4j), or None when both refused it for an embedding
+    of another model or dimension, with the same message; nothing else may differ or fail."""
+    results: list[Any] = []
+    refused: list[tuple[str, str] | None] = []
+    for store in (pair.embedded, pair.neo4j):
+        try:
+            results.append(call(store))
+            refused.append(None)
+        except GraphmemError as err:
+            refused.append((err.code, err.message))
+    assert refused[0] == refused[1], refused
+    assert refused[0] is None or refused[0][0] == "embedding_model_mismatch", refused
+    event(f"embedding {'refused' if refused[0] else 'compared'}")
+    return None if refused[0] is not None else (results[0], results[1])
+
+
 def compare_precedents(pair: Pair, spec: dict[str, Any], ctx: ReadContext) -> None:
     anchor, via, hops, query = spec["anchor"], spec["via"], spec["hops"], spec["query"]
-    ok, e, n = pair.both(
-        f"precedents from {anchor} via {via} hops {hops}",
-        lambda s: s.precedents(ctx, anchor, via=via, hops=hops, query=query),
-    )
+    query_embedding = spec["query_embedding"]
+    model = None if query_embedding is None else spec["query_embedding_model"]
+
+    def precedents(s: MemoryStore) -> Any:
+        return s.precedents(
+            ctx,
+            anchor,
+            via=via,
+            hops=hops,
+            query=query,
+            query_embedding=query_embedding,
+            query_embedding_model=model,
+        )
+
+    ok, e, n = pair.both(f"precedents from {anchor} via {via} hops {hops}", precedents)
     if not ok:
         return
     scoped = pair.embedded.precedents_context(ctx, anchor, via, hops)
@@ -486,7 +536,8 @@ def compare_precedents(pair: Pair, spec: dict[str, Any], ctx: ReadContext) -> No
     assert n.receipt == e.receipt
     assert n.records == e.records
     assert pair.neo4j.verify(e.receipt, scoped)
-    assert e.receipt == pair.embedded.recall(scoped, query).receipt
+    again = pair.embedded.recall(scoped, query, query_embedding=query_embedding, query_embedding_model=model)
+    assert e.receipt == again.receipt
 
 
 # --------------------------------------------------------------------------

@@ -116,7 +116,10 @@ def test_embed_record_returns_a_validated_copy_and_embed_query_a_vector(tenant: 
     embedded = embed_record(record, e)
     assert record.embedding is None
     assert embedded.embedding == e.embed(["gateway retry"])[0]
-    assert embedded.model_dump(exclude={"embedding"}) == record.model_dump(exclude={"embedding"})
+    assert embedded.embedding_model == e.name
+    assert embedded.model_dump(exclude={"embedding", "embedding_model"}) == record.model_dump(
+        exclude={"embedding"}
+    )
     assert embed_query("gateway retry", e) == embedded.embedding
     assert [r.embedding for r in embed_records([record, record], e)] == [embedded.embedding] * 2
 
@@ -147,7 +150,7 @@ def test_embedded_records_round_trip_and_rank_on_every_backend(store: MemoryStor
         ],
         e,
     )
-    records[2] = records[2].model_copy(update={"embedding": None})
+    records[2] = records[2].model_copy(update={"embedding": None, "embedding_model": None})
     store.add_many(records)
     for record in records:
         assert store.get(tenant, record.id) == record

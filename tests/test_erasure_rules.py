@@ -95,6 +95,7 @@ def _marked(tag: str) -> MemoryRecord:
         preconditions=(f"pre-{tag}",),
         tags=(f"tag-{tag}", f"subject:user:u1/{tag}"),
         embedding=(0.5, 0.5),
+        embedding_model=f"model-{tag}",
         sources=(
             Source(id="s1", locator=f"mailto:loc-{tag}", quote=f"quote-{tag}", digest=f"dig-{tag}"),
             Source(id="s2", locator=f"keep-loc-{tag}", quote=f"quote2-{tag}", digest="d2"),

@@ -598,7 +598,7 @@ def test_a_record_held_whole_in_another_state_than_the_gate_saw_is_read_again(
 
     def gate(ctx: ReadContext) -> Any:
         result = plain_gate(ctx)  # then another recall of this process holds an older state whole
-        backend._docs.put_many(tenant, [("f3", "s1:stale", stale.fingerprint(), stale.content, None)])
+        backend._docs.put_many(tenant, [("f3", "s1:stale", stale.fingerprint(), stale.content, None, None)])
         backend._docs.put_record(tenant, "s1:stale", stale)
         return result
 

@@ -98,6 +98,7 @@ def _procedure(tenant: str) -> MemoryRecord:
         preconditions=("gateway-v2", "idempotency"),
         tags=("payments", "retry"),
         embedding=(0.25, -0.5, 1.0),
+        embedding_model="acme:ops-embedder-3",
     )
 
 
@@ -130,6 +131,7 @@ def test_node_properties_are_the_records_fields(
         "preconditions": crypt.tokens(tenant, ["gateway-v2", "idempotency"]),
         "tags": crypt.tokens(tenant, ["payments", "retry"]),
         "embedding": seal(key, aad + b"/embedding", array("d", [0.25, -0.5, 1.0]).tobytes()),
+        "embedding_model": seal(key, aad + b"/embedding_model", b"acme:ops-embedder-3"),
         "created_at": micros(record.created_at),
         "event_time": micros(record.event_time),
         "valid_from": micros(record.valid_from),
@@ -153,6 +155,7 @@ def test_node_properties_are_the_records_fields(
         "payments",
         "step 3",
         fingerprint,
+        "ops-embedder",
     ):
         assert all(text not in str(v) for v in node.values()), text
     gate = {

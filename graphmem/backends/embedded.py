@@ -81,9 +81,9 @@ def _marks(n: int) -> str:
 
 _INSERT_RECORD = (
     "INSERT INTO records (tenant, id, scope, kind, status, policy, content_hash, fingerprint, start, stop, "
-    "recency, sensitivity, succeeded, preconditions, content, embedding, body, known_from, superseded_at, "
-    "invalidated_at, changed_at) "
-    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, "
+    "recency, sensitivity, succeeded, preconditions, content, embedding, body, known_from, embedding_model, "
+    "superseded_at, invalidated_at, changed_at) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, "
     "(SELECT min(at) FROM lineage WHERE tenant = ?1 AND dst = ?2 AND label = 'SUPERSEDES' "
     "AND dst_is_source = 0), "
     "(SELECT min(at) FROM lineage WHERE tenant = ?1 AND src = ?2 AND label = 'INVALIDATED_BY'), "
@@ -93,14 +93,14 @@ _INSERT_RECORD = (
 # A replacement keeps the record's supersession and invalidation times: they belong to its edges.
 _UPSERT_RECORD = (
     "INSERT INTO records (tenant, id, scope, kind, status, policy, content_hash, fingerprint, start, stop, "
-    "recency, sensitivity, succeeded, preconditions, content, embedding, body, known_from) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "recency, sensitivity, succeeded, preconditions, content, embedding, body, known_from, embedding_model) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
     "ON CONFLICT (tenant, id) DO UPDATE SET scope = excluded.scope, kind = excluded.kind, "
     "status = excluded.status, policy = excluded.policy, content_hash = excluded.content_hash, "
     "fingerprint = excluded.fingerprint, start = excluded.start, stop = excluded.stop, "
     "recency = excluded.recency, sensitivity = excluded.sensitivity, succeeded = excluded.succeeded, "
     "preconditions = excluded.preconditions, content = excluded.content, embedding = excluded.embedding, "
-    "body = excluded.body, known_from = excluded.known_from"
+    "body = excluded.body, known_from = excluded.known_from, embedding_model = excluded.embedding_model"
 )
 _BODY = "SELECT body, fingerprint FROM records"
 # Edge-table lookups join records with CROSS JOIN, which keeps the edge table the outer loop:
@@ -111,7 +111,8 @@ _PARENTS_KNOWN = (
 )
 _GATE_COLUMNS = (
     "id, fingerprint, kind, policy, status, start, stop, recency, sensitivity, succeeded, "
-    "preconditions, superseded_at, invalidated_at, scope, content, embedding, known_from, changed_at"
+    "preconditions, superseded_at, invalidated_at, scope, content, embedding, known_from, changed_at, "
+    "embedding_model"
 )
 _CHANGES = (
     "SELECT label = 'SUPERSEDES', at, recorded FROM lineage "
@@ -775,6 +776,7 @@ class EmbeddedBackend:
                 return ViewGate(found)
             verdicts: list[tuple[str, str, DropReason | None]] = []
             survivors: list[tuple[str, str, float, tuple[float, ...] | None]] = []
+            models: dict[str, str] = {}
             times: set[datetime] = set()
             known: set[datetime] = set()
             for at in range(0, len(reached), 500):
@@ -805,7 +807,9 @@ class EmbeddedBackend:
                         survivors.append(
                             (cand.id, row[14], cand.recency, None if emb is None else tuple(array("d", emb)))
                         )
-        made = Verdicts.of_rows(verdicts, survivors)
+                        if row[18] is not None:
+                            models[cand.id] = row[18]
+        made = Verdicts.of_rows(verdicts, survivors, models)
         self._memo.put(key, revs, (sorted(times), sorted(known)), (ctx.now, ctx.known_at), made)
         return ViewGate(made)
 

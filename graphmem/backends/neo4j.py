@@ -736,22 +736,22 @@ class Neo4jBackend:
             # Each state's fingerprint is opened once, then held beside its text.
             keys = self._crypt.record_keys(tenant, (row[0] for row in fetched))
             opened = self._crypt.docs(
-                tenant, [(row[0], row[2], row[3]) for row in fetched if row[2] is not None], keys
+                tenant, [(row[0], row[2], row[3], row[4]) for row in fetched if row[2] is not None], keys
             )
             clear = self._crypt.fingerprints(tenant, [(row[0], row[1], None) for row in fetched], keys)
-            rows: list[tuple[str, str, str, str | None, Sequence[float] | None]] = []
+            rows: list[tuple[str, str, str, str | None, Sequence[float] | None, str | None]] = []
             for row, fingerprint in zip(fetched, clear, strict=True):
                 rid = row[0]
                 if fingerprint is None or opened.get(rid, ...) is None:
                     # Its key is gone (an erase that had not updated the graph yet): erased.
                     return self._gate_with_content(ctx)
-                content, vector = opened.get(rid) or (None, None)
-                rows.append((rid, row[1], fingerprint, content, vector))
+                content, vector, model = opened.get(rid) or (None, None, None)
+                rows.append((rid, row[1], fingerprint, content, vector, model))
             by_id = {row[0]: row for row in rows}
             for k in wanted:
-                _, stored[k], fingerprints[k], text, embedding = by_id[ids[k]]
+                _, stored[k], fingerprints[k], text, embedding, model = by_id[ids[k]]
                 if survivor[k]:
-                    held[ids[k]] = (text or "", None if embedding is None else tuple(embedding))
+                    held[ids[k]] = (text or "", None if embedding is None else tuple(embedding), model)
             self._docs.put_many(tenant, rows, epochs[0])
         verdicts = _verdicts(ids, fingerprints, reasons)
         alive = [(rid, fp) for rid, fp, r in verdicts if r is None]
@@ -760,7 +760,8 @@ class Neo4jBackend:
             for (rid, _), at in zip(alive, recency, strict=True)
         ]
         kept = {rid: stored[k] for k, rid in enumerate(ids) if survivor[k]}
-        memo = Memo(ids, Verdicts.of_rows(verdicts, survivors), dict(alive), kept)
+        models = {rid: model for rid, _ in alive if (model := held[rid][2]) is not None}
+        memo = Memo(ids, Verdicts.of_rows(verdicts, survivors, models), dict(alive), kept)
         self._memo.put(key, memo, epochs[1])
         self._gated.fingerprints, self._gated.stored = memo.fingerprints, memo.stored
         return ViewGate(memo.verdicts)
@@ -774,7 +775,7 @@ class Neo4jBackend:
         alive_ids = [rid for rid, r in zip(gated["ids"], reasons, strict=True) if not r]
         docs = {rid: doc for rid, doc in zip(alive_ids, gated["docs"], strict=True)}
         keys = self._crypt.record_keys(tenant, gated["ids"])
-        opened = self._crypt.docs(tenant, [(rid, c, e) for rid, (c, e) in docs.items()], keys)
+        opened = self._crypt.docs(tenant, [(rid, c, e, m) for rid, (c, e, m) in docs.items()], keys)
         stored = {rid: fp for rid, (fp, _) in zip(gated["ids"], gated["fingerprints"], strict=True)}
         clear = self._fingerprints(tenant, gated["ids"], gated["fingerprints"], keys)
         recency = dict(zip(alive_ids, gated["recency"], strict=True))
@@ -787,10 +788,13 @@ class Neo4jBackend:
         self._gated.fingerprints = dict(alive)
         self._gated.stored = {rid: stored[rid] for rid, _ in alive}
         survivors = []
+        models: dict[str, str] = {}
         for rid, _ in alive:
-            content, embedding = opened[rid] or ("", None)
+            content, embedding, model = opened[rid] or ("", None, None)
             survivors.append((rid, content, recency[rid] / 1_000_000, embedding))
-        return ViewGate(Verdicts.of_rows(verdicts, survivors))
+            if model is not None:
+                models[rid] = model
+        return ViewGate(Verdicts.of_rows(verdicts, survivors, models))
 
     def _fingerprints(
         self, tenant: str, ids: Sequence[str], reported: Sequence[Sequence[Any]], keys: dict[str, bytes]

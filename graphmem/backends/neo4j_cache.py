@@ -37,14 +37,17 @@ def stored_tokens(stored: str) -> tuple[int, int]:
     return fingerprint_tokens(stored)
 
 
-_Entry = tuple[int, int, str, str | None, tuple[float, ...] | None, MemoryRecord | None, str]
-"""Fingerprint tokens, fingerprint, content and embedding (None when not held), the
-whole record once a recall selected it, and the fingerprint as stored (sealed)."""
+_Doc = tuple[str, tuple[float, ...] | None, str | None]
+"""A survivor's ranking text: content, embedding, the embedding's model."""
+_Entry = tuple[int, int, str, str | None, tuple[float, ...] | None, str | None, MemoryRecord | None, str]
+"""Fingerprint tokens, fingerprint, content, embedding and its model (content None when
+not held), the whole record once a recall selected it, and the fingerprint as stored
+(sealed)."""
 
 
 class DocCache:
     """What recall reads of recently gated records, by tenant and id: each candidate's
-    fingerprint, the survivors' text (content, embedding) for ranking, and the
+    fingerprint, the survivors' text (content, embedding, its model) for ranking, and the
     selected records themselves.
 
     The gate reports each candidate's fingerprint tokens (``fingerprint_tokens``)
@@ -69,14 +72,14 @@ class DocCache:
 
     def held(
         self, tenant: str, ids: list[str], first: list[int], second: list[int], survivor: list[bool]
-    ) -> tuple[list[str], list[str], dict[str, tuple[str, tuple[float, ...] | None]], list[int]]:
+    ) -> tuple[list[str], list[str], dict[str, _Doc], list[int]]:
         """For the gate's parallel lists (ids, both fingerprint tokens, survivor flags): each
         candidate's fingerprint and stored fingerprint ("" where not held for its tokens),
         the survivors' held text, and the positions of the candidates whose fingerprint or
         (survivors) text is missing."""
         fingerprints: list[str] = []
         stored: list[str] = []
-        docs: dict[str, tuple[str, tuple[float, ...] | None]] = {}
+        docs: dict[str, _Doc] = {}
         missing: list[int] = []
         entries = self._entries
         with self._lock:
@@ -88,22 +91,22 @@ class DocCache:
                     missing.append(k)
                     continue
                 fingerprints.append(entry[2])
-                stored.append(entry[6])
+                stored.append(entry[7])
                 if survivor[k]:
                     if entry[3] is None:
                         missing.append(k)
                     else:
-                        docs[rid] = (entry[3], entry[4])
+                        docs[rid] = (entry[3], entry[4], entry[5])
         return fingerprints, stored, docs, missing
 
     def put_many(
         self,
         tenant: str,
-        rows: Iterable[tuple[str, str, str, str | None, Sequence[float] | None]],
+        rows: Iterable[tuple[str, str, str, str | None, Sequence[float] | None, str | None]],
         epoch: int | None = None,
     ) -> None:
-        """Hold (id, stored fingerprint, fingerprint, content or None, embedding) rows,
-        replacing what was held; nothing if records of the tenant were dropped since
+        """Hold (id, stored fingerprint, fingerprint, content or None, embedding, its model)
+        rows, replacing what was held; nothing if records of the tenant were dropped since
         ``epoch`` (a write committing around the read, perhaps an erasure, whose old text
         must not stay here)."""
         if self.capacity <= 0:
@@ -112,13 +115,14 @@ class DocCache:
         with self._lock:
             if epoch is not None and self._epochs.get(tenant, 0) != epoch:
                 return
-            for rid, stored, fingerprint, content, embedding in rows:
+            for rid, stored, fingerprint, content, embedding, model in rows:
                 entries.pop((tenant, rid), None)
                 entries[(tenant, rid)] = (
                     *stored_tokens(stored),
                     fingerprint,
                     content,
                     None if embedding is None else tuple(embedding),
+                    model,
                     None,
                     stored,
                 )
@@ -131,16 +135,16 @@ class DocCache:
         with self._lock:
             for rid, fingerprint in keys:
                 entry = self._entries.get((tenant, rid))
-                if entry is not None and entry[2] == fingerprint and entry[5] is not None:
-                    found[rid] = entry[5]
+                if entry is not None and entry[2] == fingerprint and entry[6] is not None:
+                    found[rid] = entry[6]
         return found
 
     def put_record(self, tenant: str, stored: str, record: MemoryRecord) -> None:
         """Hold a record whole, if its entry is for the same stored fingerprint."""
         with self._lock:
             entry = self._entries.get((tenant, record.id))
-            if entry is not None and entry[6] == stored:
-                self._entries[(tenant, record.id)] = (*entry[:5], record, stored)
+            if entry is not None and entry[7] == stored:
+                self._entries[(tenant, record.id)] = (*entry[:6], record, stored)
 
     def drop(self, keys: Iterable[tuple[str, str]]) -> None:
         with self._lock:

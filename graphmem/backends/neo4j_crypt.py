@@ -3,7 +3,7 @@
 Neo4j does not zero the store records it frees and keeps transaction logs by policy, so
 deleting a property never removes its bytes from the server's disk. Instead every
 text-bearing value is written as AES-256-GCM ciphertext under a data key of its own —
-one per record (content, embedding, the record's JSON), one per source (locator,
+one per record (content, embedding and its model's id, the record's JSON), one per source (locator,
 digest) — and erasing deletes the key from the ``KeyStore``: the ciphertext left in
 Neo4j's files can then never be read. Values queries match on for equality (tags,
 content hashes, preconditions) are written as keyed HMAC-SHA-256 tokens under a per
@@ -45,7 +45,7 @@ from graphmem.model.erasure import erase_record
 __all__ = ["ERASED_UNREAD", "SEALED_FINGERPRINT", "Crypt", "SealedRecord"]
 
 _VERSION = b"\x01"
-_Doc = tuple[str, tuple[float, ...] | None]
+_Doc = tuple[str, tuple[float, ...] | None, str | None]
 #: The tombstone of a record whose key was deleted before its node was rewritten.
 ERASED_UNREAD = "erased: its data key was deleted before the graph was updated"
 #: How a sealed fingerprint starts; a fingerprint without it was written in clear (before
@@ -105,6 +105,7 @@ class SealedRecord:
     #: The fingerprint as stored: sealed (``SEALED_FINGERPRINT``), or in clear for a tombstone.
     fingerprint: str
     embedding: bytes | None
+    embedding_model: bytes | None
     json: str
     sealed: bytes | None
     preconditions: list[str]
@@ -175,6 +176,7 @@ class Crypt:
                 content_hash=self.token(tenant, record.content_hash),
                 fingerprint=fingerprint,
                 embedding=None,
+                embedding_model=None,
                 json=full,
                 sealed=None,
                 preconditions=[],
@@ -187,14 +189,17 @@ class Crypt:
             record.tombstone or Tombstone(at=record.created_at, reason="-", requested_by="-"),
             gone_sources={s.id for s in record.sources},
         ).model_dump_json(exclude={"status", "tombstone"})
-        embedding = None
+        embedding = model = None
         if record.embedding is not None:
             embedding = seal(key, aad + b"/embedding", array("d", record.embedding).tobytes())
+        if record.embedding_model is not None:
+            model = seal(key, aad + b"/embedding_model", record.embedding_model.encode())
         return SealedRecord(
             content=seal(key, aad + b"/content", record.content.encode()),
             content_hash=self.token(tenant, record.content_hash),
             fingerprint=self._seal_fingerprint(key, tenant, record.id, fingerprint, None),
             embedding=embedding,
+            embedding_model=model,
             json=shell,
             sealed=seal(key, aad, full.encode()),
             preconditions=self.tokens(tenant, record.preconditions),
@@ -343,14 +348,14 @@ class Crypt:
     def docs(
         self, tenant: str, rows: Sequence[Sequence[Any]], keys: dict[str, bytes] | None = None
     ) -> dict[str, _Doc | None]:
-        """Decrypted ``(content, embedding)`` of ``[id, content, embedding]`` rows; None for a
-        record whose key is gone (erased)."""
+        """Decrypted ``(content, embedding, embedding model)`` of ``[id, content, embedding,
+        embedding model]`` rows; None for a record whose key is gone (erased)."""
         if keys is None:
             keys = self.record_keys(tenant, (row[0] for row in rows if isinstance(row[1], bytes | bytearray)))
         out: dict[str, _Doc | None] = {}
-        for rid, content, embedding in rows:
+        for rid, content, embedding, sealed_model in rows:
             if not isinstance(content, bytes | bytearray):  # written before encryption
-                out[rid] = (content, None if embedding is None else tuple(embedding))
+                out[rid] = (content, None if embedding is None else tuple(embedding), sealed_model)
                 continue
             key = keys.get(rid)
             aad = _aad("record", tenant, rid)
@@ -358,13 +363,15 @@ class Crypt:
                 if key is None:
                     raise ValueError("key deleted")
                 text = unseal(key, aad + b"/content", bytes(content)).decode()
-                vector = None
+                vector = model = None
                 if embedding is not None:
                     vector = tuple(array("d", unseal(key, aad + b"/embedding", bytes(embedding))))
+                if sealed_model is not None:
+                    model = unseal(key, aad + b"/embedding_model", bytes(sealed_model)).decode()
             except ValueError:
                 out[rid] = None
                 continue
-            out[rid] = (text, vector)
+            out[rid] = (text, vector, model)
         return out
 
     # -- erasing ------------------------------------------------------------

@@ -91,6 +91,7 @@ RECORD_ROW = (
     "gate",
     "sources",
     "sealed",
+    "embedding_model",
 )
 #: Statuses by the code the gate list holds for them (0 = active).
 STATUSES = [status.value for status in Status]
@@ -181,6 +182,7 @@ def _record_row(record: MemoryRecord, sealed: SealedRecord) -> list[Any]:
         _gate_list(record, sealed.fingerprint),
         sealed.sources,
         sealed.sealed,
+        sealed.embedding_model,
     ]
 
 
@@ -226,6 +228,7 @@ def _update_row(record: MemoryRecord, sealed: SealedRecord) -> list[Any]:
         None,
         sealed.preconditions,
         sealed.sealed,
+        sealed.embedding_model,
     ]
 
 

@@ -35,7 +35,8 @@ FORMAT = 4
 knowledge times (records' ``known_from`` and ``changed_at``, lineage's and within's
 ``recorded``, the ``versions`` table); format 3 had no ``recorded`` on scope relations
 (``related``) and kept versions without their bodies (``versions.body``). Formats 2 and
-3 are migrated in place when opened."""
+3 are migrated in place when opened, and so is a format 4 file written before records
+had an ``embedding_model`` column (the column is added; its records name no model)."""
 
 _SCHEMA = sql("schema")
 _GENERATION = "SELECT value FROM meta WHERE key = 'generation'"
@@ -43,7 +44,7 @@ _GENERATION = "SELECT value FROM meta WHERE key = 'generation'"
 
 RECORD_ROW = (
     "tenant, id, scope, kind, status, policy, content_hash, fingerprint, start, stop, recency, "
-    "sensitivity, succeeded, preconditions, content, embedding, body, known_from"
+    "sensitivity, succeeded, preconditions, content, embedding, body, known_from, embedding_model"
 )
 
 
@@ -86,7 +87,17 @@ def record_row(record: MemoryRecord) -> tuple[Any, ...]:
         None if record.embedding is None else array("d", record.embedding).tobytes(),
         body,
         ts(record.created_at),  # the record's knowledge time: when the store recorded it
+        record.embedding_model,
     )
+
+
+_ADDED_COLUMNS = (("versions", "body"), ("related", "recorded"), ("records", "embedding_model"))
+"""Columns of format 4 that a format 3 file (or, for the last, an earlier format 4 file) lacks."""
+
+
+def _lacks_columns(conn: sqlite3.Connection) -> bool:
+    """Whether a format 4 file was written before records had their ``embedding_model``."""
+    return not any(row[1] == "embedding_model" for row in conn.execute("PRAGMA table_info(records)"))
 
 
 def _is_busy(err: sqlite3.OperationalError) -> bool:
@@ -137,7 +148,7 @@ class Engine:
         try:
             with self._guard():
                 version = conn.execute("PRAGMA user_version").fetchone()[0]
-                if version in (2, 3):
+                if version in (2, 3) or (version == FORMAT and _lacks_columns(conn)):
                     self._migrate(conn)
                 elif version not in (0, FORMAT):
                     raise BackendUnavailable(
@@ -164,7 +175,8 @@ class Engine:
         record's known from its ``created_at``; lineage and WITHIN edges of a format 2 store
         are known at every time. 3 → 4: scope relations' ``recorded`` (relations of a format 3
         store are known at every time) and kept versions' ``body`` (null for those format 3
-        kept: a replay returns today's record for them)."""
+        kept: a replay returns today's record for them) and records' ``embedding_model``
+        (null: records written before it name no model), added to a format 4 file too."""
         try:
             conn.execute("BEGIN IMMEDIATE")
             version = conn.execute("PRAGMA user_version").fetchone()[0]  # another process may have won
@@ -179,9 +191,9 @@ class Engine:
                     "UPDATE records SET known_from = ? WHERE rowid = ?",
                     [(ts(datetime.fromisoformat(json.loads(b)["created_at"])), rowid) for rowid, b in rows],
                 )
-            if version in (2, 3):
+            if version in (2, 3, FORMAT):
                 # Format 2's versions table is created with its body column.
-                for table, column in (("versions", "body"), ("related", "recorded")):
+                for table, column in _ADDED_COLUMNS:
                     have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
                     if column not in have:
                         conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")

@@ -93,6 +93,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import re
 import string
 import threading
 from collections import OrderedDict
@@ -121,7 +122,7 @@ from langgraph.store.base import (
     tokenize_path,
 )
 
-from graphmem._args import check_tenant
+from graphmem._args import check_embedding_model, check_tenant
 from graphmem._core import transactional
 from graphmem.backends.base import AppendAudit, Backend, PutRecord
 from graphmem.backends.base import Op as GraphOp
@@ -140,9 +141,10 @@ from graphmem.model import (
 )
 from graphmem.model.base import holds_personal_data
 from graphmem.model.canonical import canonical_json
+from graphmem.ranking import embedding_mismatch
 from graphmem.store import MemoryStore
 
-__all__ = ["ROOT_SCOPE", "GraphmemStore", "namespace_of_scope", "namespace_scope"]
+__all__ = ["ROOT_SCOPE", "GraphmemStore", "embedding_model_id", "namespace_of_scope", "namespace_scope"]
 
 ROOT_SCOPE = "ns:langgraph"
 _SAFE = frozenset(string.ascii_letters + string.digits + "_@+-")
@@ -216,6 +218,7 @@ class _Entry:
     seq: int
     ttl: float | None
     vectors: dict[str, list[float]] = field(default_factory=dict)  # field path → embedding
+    model: str | None = None  # the id of the model that made the vectors, if named
 
     @classmethod
     def decode(cls, record_id: str, content: str) -> _Entry | None:
@@ -232,6 +235,7 @@ class _Entry:
                 int(env["seq"]),
                 env["ttl"],
                 dict(env.get("vectors") or {}),
+                env.get("embedding_model"),
             )
         except (ValueError, TypeError, KeyError, AttributeError, IndexError):
             return None  # not an item this adapter wrote
@@ -248,6 +252,8 @@ class _Entry:
         }
         if self.vectors:
             envelope["vectors"] = self.vectors
+            if self.model is not None:  # only when named: items from before it read the same
+                envelope["embedding_model"] = self.model
         return canonical_json(envelope)
 
 
@@ -263,6 +269,11 @@ class GraphmemStore(BaseStore):
     defaults to the store's; ``ttl`` is LangGraph's ``TTLConfig``; ``index`` is
     LangGraph's ``IndexConfig`` (``dims``, ``embed``, ``fields``) for semantic
     search; ``policy`` and ``writer`` are stamped on every record.
+
+    ``embedding_model`` is the id of the index's model; by default it is derived from
+    ``index["embed"]`` (``embedding_model_id``). Items put with vectors carry it, and a
+    search with a query is refused (``embedding_model_mismatch``) when an item it would
+    rank has vectors of another dimension than the query's, or names another model.
     """
 
     supports_ttl = True
@@ -278,6 +289,7 @@ class GraphmemStore(BaseStore):
         index: IndexConfig | None = None,
         policy: str = "default",
         writer: str = "langgraph",
+        embedding_model: str | None = None,
     ) -> None:
         if kind not in (Kind.SEMANTIC, Kind.EPISODIC):
             raise ContractViolation(
@@ -307,6 +319,19 @@ class GraphmemStore(BaseStore):
             self._fields = [
                 (p, tokenize_path(p)) if p != "$" else (p, p) for p in (index.get("fields") or ["$"])
             ]
+        if embedding_model is not None and not index:
+            raise ContractViolation(
+                "embedding_model names the model of the index's embeddings; pass index= too, "
+                "or leave embedding_model out",
+                code="embedding_model_without_embedding",
+            )
+        self.embedding_model: str | None = None
+        if index:
+            self.embedding_model = (
+                embedding_model_id(index.get("embed"))
+                if embedding_model is None
+                else check_embedding_model(embedding_model, (), "embedding_model")
+            )
         self._lock = threading.RLock()
         self._last_seq = 0
         self._linked: set[Namespace] = set()
@@ -606,6 +631,10 @@ class GraphmemStore(BaseStore):
         if query_vector is None:
             page = [(e, None) for e in entries[op.offset : op.offset + op.limit]]
         else:
+            kinds = {(len(v), e.model) for e in entries for v in e.vectors.values()}
+            problem = embedding_mismatch(kinds, len(query_vector), self.embedding_model)
+            if problem is not None:
+                raise ContractViolation(problem, code="embedding_model_mismatch")
             page = _ranked(entries, query_vector, op.offset, op.limit)
         found = {e.id: record for e, record in self._records([e for e, _ in page], op.refresh_ttl)}
         return [
@@ -714,6 +743,7 @@ class GraphmemStore(BaseStore):
             seq,
             ttl,
             vectors,
+            self.embedding_model if vectors else None,
         )
         # A new version stays in its item's scope (a supersession keeps kind and scope): an
         # item first put under an earlier SHA-256 scope name keeps that name.
@@ -785,6 +815,25 @@ class GraphmemStore(BaseStore):
         floor = max(self._last_seq, head.seq if head else 0) + 1
         self._last_seq = max((now - _EPOCH) // _MICROSECOND, floor)
         return self._last_seq
+
+
+_NOT_IN_MODEL_IDS = re.compile(r"[^A-Za-z0-9._:@/+=-]+")
+
+
+def embedding_model_id(embed: Any) -> str | None:
+    """The model id of a LangGraph index's ``embed``: a provider string (such as
+    ``"openai:text-embedding-3-small"``) is the id; an ``Embeddings`` object is named by
+    its class and its ``model`` / ``model_name``, a function by its name — characters
+    outside the id alphabet become ``-``, at most 128 are kept. None when nothing is left."""
+    if isinstance(embed, str):
+        raw = embed
+    else:
+        named = getattr(embed, "model", None) or getattr(embed, "model_name", None)
+        function = None if hasattr(embed, "embed_documents") else getattr(embed, "__name__", None)
+        owner = function if isinstance(function, str) else type(embed).__name__
+        raw = f"{owner}:{named}" if isinstance(named, str) and named else owner
+    ident = _NOT_IN_MODEL_IDS.sub("-", raw).strip("-")[:128]
+    return ident or None
 
 
 def _ranked(

@@ -123,6 +123,18 @@ RunId = Annotated[
 Query = Annotated[str, Field(description="Free-text query used to rank the eligible records.")]
 Limit = Annotated[int, Field(ge=1, le=100, description="At most this many records.")]
 When = Annotated[datetime | None, Field(description="ISO 8601 timestamp with a timezone.")]
+QueryEmbedding = Annotated[
+    tuple[float, ...] | None,
+    Field(description="The query's embedding: ranks by similarity too, over records that carry one."),
+]
+QueryEmbeddingModel = Annotated[
+    str | None,
+    Field(
+        description="The id of the model that made query_embedding; a record it may use that was "
+        "embedded by another model (or in another dimension) refuses the read: embedding_model_mismatch.",
+        max_length=128,
+    ),
+]
 
 
 class SourceArg(BaseModel):
@@ -488,6 +500,8 @@ class _Tools:
         explain: Annotated[
             bool, Field(description="Also return why every other candidate was dropped.")
         ] = False,
+        query_embedding: QueryEmbedding = None,
+        query_embedding_model: QueryEmbeddingModel = None,
     ) -> Annotated[CallToolResult, SelectionOut]:
         """Recall memories that may influence the decision at hand: every candidate is gated
         (kind, status, validity, supersession, scope, clearance, kind rules) before ranking.
@@ -503,7 +517,14 @@ class _Tools:
                 min_score=min_score,
             )
             return self._selection(
-                self.store.recall(ctx, query, explain=explain, actor=self.principal),
+                self.store.recall(
+                    ctx,
+                    query,
+                    explain=explain,
+                    query_embedding=query_embedding,
+                    query_embedding_model=query_embedding_model,
+                    actor=self.principal,
+                ),
                 "recall",
                 explain,
                 ctx.scopes,
@@ -661,6 +682,8 @@ class _Tools:
         query: Query = "",
         environment: Environment = (),
         limit: Limit = 10,
+        query_embedding: QueryEmbedding = None,
+        query_embedding_model: QueryEmbeddingModel = None,
     ) -> Annotated[CallToolResult, SelectionOut]:
         """What happened before in situations like this? Episodes of scopes related to the anchor
         (same case, same system, a predecessor release), gated and ranked like recall. Returned as
@@ -676,7 +699,14 @@ class _Tools:
                 limit=limit,
             )
             selection = self.store.precedents(
-                ctx, anchor_scope, via=via, hops=hops, query=query, actor=self.principal
+                ctx,
+                anchor_scope,
+                via=via,
+                hops=hops,
+                query=query,
+                query_embedding=query_embedding,
+                query_embedding_model=query_embedding_model,
+                actor=self.principal,
             )
             # The relations recorded by the read's knowledge time: the scopes it read.
             scoped = self.store.precedents_context(ctx, anchor_scope, via, hops)

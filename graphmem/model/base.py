@@ -14,6 +14,7 @@ from graphmem.errors import ContractViolation
 
 __all__ = [
     "AwareDatetime",
+    "EmbeddingModel",
     "GraphmemModel",
     "Identifier",
     "ScopeKey",
@@ -30,6 +31,7 @@ _TENANT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 # runs (order numbers) and dates (``2026-01-01``) are ids and stay allowed.
 _EMAIL_RE = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
 _PHONE_RE = re.compile(r"\+\d{7,15}|\+?\d{1,5}(?:[.-]\d{2,8}){1,4}")
+_EMBEDDING_MODEL_RE = re.compile(r"[A-Za-z0-9._:@/+=-]{1,128}")
 _SCOPE_RE = re.compile(r"([a-z][a-z0-9_-]{0,31}):([A-Za-z0-9][A-Za-z0-9._@/+-]{0,199})")
 
 
@@ -59,6 +61,17 @@ def _identifier(value: str) -> str:
             "invalid_id",
             "ids are 1-128 characters: letters, digits and . _ : @ + -, "
             "starting with a letter or digit (got '{value}')",
+            {"value": value[:80]},
+        )
+    return value
+
+
+def _embedding_model(value: str) -> str:
+    if not _EMBEDDING_MODEL_RE.fullmatch(value):
+        raise PydanticCustomError(
+            "invalid_embedding_model",
+            "an embedding model id is 1-128 characters: letters, digits and . _ : @ / + = -, "
+            "e.g. 'openai:text-embedding-3-small' (got '{value}')",
             {"value": value[:80]},
         )
     return value
@@ -118,6 +131,8 @@ AwareDatetime = Annotated[datetime, AfterValidator(_aware)]
 Identifier = Annotated[str, AfterValidator(_identifier)]
 Tenant = Annotated[str, AfterValidator(_tenant)]
 ScopeKey = Annotated[str, AfterValidator(_scope)]
+EmbeddingModel = Annotated[str, AfterValidator(_embedding_model)]
+"""The id of the model that made an embedding, e.g. ``all-MiniLM-L6-v2``."""
 
 
 def _as_contract_violation(err: ValidationError, model: str, error_code: str) -> ContractViolation:
@@ -132,6 +147,8 @@ def _as_contract_violation(err: ValidationError, model: str, error_code: str) ->
         "invalid_scope",
         "personal_data_in_scope",
         "embedding_not_finite",
+        "invalid_embedding_model",
+        "embedding_model_without_embedding",
     }
     code = first["type"] if custom else error_code
     if first["loc"] == ("tenant",) and (first["type"] == "missing" or first.get("input", "") is None):

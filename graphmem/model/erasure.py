@@ -106,6 +106,7 @@ ERASURE_RULES: dict[type[GraphmemModel], dict[str, FieldRule]] = {
         "preconditions": _C,
         "tags": _C,  # subject tags too: they name the person
         "embedding": _C,
+        "embedding_model": _C,  # names the model, not the person, but goes with the embedding
         "tombstone": _S,
         "proposal_id": _K,
         "untrusted_lineage": _K,  # a flag: whether support was untrusted only (no text)

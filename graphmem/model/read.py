@@ -7,7 +7,15 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from graphmem.model.base import AwareDatetime, GraphmemModel, Identifier, ScopeKey, Tenant, utcnow
+from graphmem.model.base import (
+    AwareDatetime,
+    EmbeddingModel,
+    GraphmemModel,
+    Identifier,
+    ScopeKey,
+    Tenant,
+    utcnow,
+)
 from graphmem.model.enums import DropReason, Kind, Sensitivity
 from graphmem.model.records import MemoryRecord
 
@@ -89,13 +97,17 @@ class Decision(GraphmemModel):
 
 class Receipt(GraphmemModel):
     """SHA-256 digests that pin down exactly what a recall saw and chose, and the
-    context's times: ``now`` (valid time) and ``as_of`` (knowledge time) it was replayed at."""
+    context's times: ``now`` (valid time) and ``as_of`` (knowledge time) it was replayed at.
+
+    ``embedding_model`` is the model the query embedding was made by, when the recall named
+    one; the digest covers it only then, so receipts from before the field verify unchanged."""
 
     selector_version: str
     now: AwareDatetime | None = None
     as_of: AwareDatetime | None = None
     query: str
     query_embedding: tuple[float, ...] | None = None
+    embedding_model: EmbeddingModel | None = None
     context_digest: str
     candidates_digest: str
     selection_digest: str

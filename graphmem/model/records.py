@@ -8,10 +8,18 @@ import unicodedata
 import uuid
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer
+from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
 from pydantic_core import PydanticCustomError
 
-from graphmem.model.base import AwareDatetime, GraphmemModel, Identifier, ScopeKey, Tenant, utcnow
+from graphmem.model.base import (
+    AwareDatetime,
+    EmbeddingModel,
+    GraphmemModel,
+    Identifier,
+    ScopeKey,
+    Tenant,
+    utcnow,
+)
 from graphmem.model.canonical import sha256
 from graphmem.model.enums import Kind, Outcome, Sensitivity, Status, Trust
 
@@ -78,17 +86,30 @@ class MemoryRecord(GraphmemModel):
     preconditions: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     embedding: tuple[float, ...] | None = None
+    embedding_model: EmbeddingModel | None = None
     tombstone: Tombstone | None = None
     proposal_id: str | None = Field(default=None, max_length=128)
     untrusted_lineage: bool = False
 
     @model_serializer(mode="wrap")
-    def _omit_default_lineage(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # Written only when set, so records (and their fingerprints) from before the field are unchanged.
+    def _omit_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Written only when set, so records (and their fingerprints) from before the fields are unchanged.
         data: dict[str, Any] = handler(self)
         if not self.untrusted_lineage:
             data.pop("untrusted_lineage", None)
+        if self.embedding_model is None:
+            data.pop("embedding_model", None)
         return data
+
+    @model_validator(mode="after")
+    def _model_has_embedding(self) -> MemoryRecord:
+        if self.embedding_model is not None and self.embedding is None:
+            raise PydanticCustomError(
+                "embedding_model_without_embedding",
+                "embedding_model names the model that made the embedding; set the embedding too, "
+                "or leave embedding_model out",
+            )
+        return self
 
     @field_validator("outcome")
     @classmethod

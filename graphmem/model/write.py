@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from graphmem.model.base import AwareDatetime, GraphmemModel, Identifier, ScopeKey, Tenant
+from graphmem.model.base import AwareDatetime, EmbeddingModel, GraphmemModel, Identifier, ScopeKey, Tenant
 from graphmem.model.enums import Kind, Sensitivity, Status
 from graphmem.model.records import MemoryRecord, Source, new_id
 
@@ -127,6 +127,7 @@ class WriteProposal(GraphmemModel):
     preconditions: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     embedding: tuple[float, ...] | None = None
+    embedding_model: EmbeddingModel | None = None
 
     def to_record(
         self,

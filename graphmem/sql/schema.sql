@@ -9,7 +9,7 @@ CREATE TABLE IF NOT EXISTS records (
     succeeded INTEGER NOT NULL, preconditions TEXT NOT NULL,
     superseded_at TEXT, invalidated_at TEXT,
     content TEXT NOT NULL, embedding TEXT, body TEXT NOT NULL,
-    known_from TEXT, changed_at TEXT,
+    known_from TEXT, changed_at TEXT, embedding_model TEXT,
     UNIQUE (tenant, id)
 );
 CREATE INDEX IF NOT EXISTS records_scope ON records (tenant, scope);
