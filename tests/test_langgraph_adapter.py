@@ -792,7 +792,7 @@ def test_a_held_get_answers_every_change_made_any_way(store: MemoryStore, tenant
 
 def test_a_held_get_sees_a_write_by_another_store_on_the_same_file(tmp_path: Any, tenant: str) -> None:
     """Another store (another process, in effect: its own connections) writes the file; the
-    held head is dropped because SQLite's data version of this store's connection moved."""
+    held head is dropped because the file's write generation moved without a write of this store."""
     with MemoryStore.embedded(tmp_path / "m") as mine, MemoryStore.embedded(tmp_path / "m") as theirs:
         ns = ("users", "alice")
         GraphmemStore(mine, tenant).put(ns, "a", {"n": 1})

@@ -288,9 +288,8 @@ class EmbeddedBackend:
             self.engine.after(lambda: self._after_erase(erased))
 
     def _committed(self, generation: int, touched: frozenset[str] | None) -> None:
-        with self._changes_lock:
-            held = self._changes.get(generation, frozenset())
-            self._changes[generation] = None if held is None or touched is None else held | touched
+        with self._changes_lock:  # a generation is committed once: nothing to merge
+            self._changes[generation] = touched
             while len(self._changes) > _CHANGES_HELD:
                 self._changes.popitem(last=False)
 

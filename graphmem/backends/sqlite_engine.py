@@ -360,16 +360,6 @@ class Engine:
         ).fetchone()
         return int(value)
 
-    def data_version(self) -> int:
-        """SQLite's ``data_version`` on this thread's connection: it changes when another
-        connection commits (0 in memory, where every thread shares one connection)."""
-        if self.path is None:
-            return 0
-        conn = self._connect()
-        with self._guard():
-            (version,) = conn.execute("PRAGMA data_version").fetchone()
-        return int(version)
-
     def checkpoint(self, wait: float = 0.05) -> bool:
         """Move every WAL frame into the database and truncate the WAL to zero bytes.
 
