@@ -34,7 +34,7 @@
 // recency in µs and (only with $with_content, else an empty list) [content,
 // embedding, embedding model], all sealed (the client decrypts them). A client
 // that already holds a candidate's fingerprint and text for its tokens need not
-// receive them again.
+// receive them again. Last, `torn`: how many candidates were read torn (below).
 CALL () {
   WITH 1 AS _ WHERE $record_id IS NULL
   MATCH (entry:Scope {tenant: $tenant})
@@ -63,13 +63,20 @@ WITH m, id, policy, g, in_scope WHERE $record_id IS NOT NULL OR g[12] IS NULL OR
 // as the version it then had: the first kept version (m.v_until, ...) still held at
 // $as_of replaces the status and fingerprint tokens; a forgotten status
 // ($forgotten codes) holds at every time.
-WITH m, id, policy, g, in_scope, CASE
-  WHEN g[13] IS NOT NULL AND $as_of < g[13] AND NOT g[1] IN $forgotten AND m.v_until IS NOT NULL
+// Read committed: the edge (g) and the node (m) may be read on either side of a
+// write's commit. Every write of m.changed_at writes g[13] too, so where the node's
+// kept versions are consulted, a node whose changed_at is not g[13] is such a torn
+// read (`torn` counts them; the client reads again).
+WITH m, id, policy, g, in_scope,
+  g[13] IS NOT NULL AND $as_of < g[13] AND NOT g[1] IN $forgotten AS overwritten
+WITH m, id, policy, g, in_scope,
+  overwritten AND coalesce(m.changed_at, -9223372036854775807) <> g[13] AS torn, CASE
+  WHEN overwritten AND m.v_until IS NOT NULL
   THEN head([i IN range(0, size(m.v_until) - 1) WHERE m.v_until[i] > $as_of])
 END AS v
-WITH m, id, policy, in_scope, v, CASE WHEN v IS NULL THEN g
+WITH m, id, policy, in_scope, v, torn, CASE WHEN v IS NULL THEN g
   ELSE g[0..1] + [m.v_status[v]] + g[2..8] + [m.v_tok1[v], m.v_tok2[v]] + g[10..] END AS g
-WITH m, id, g, v, CASE
+WITH m, id, g, v, torn, CASE
   WHEN NOT $kind_mask[g[0]] THEN 'kind_not_requested'
   WHEN policy <> $policy THEN 'policy_mismatch'
   WHEN g[1] <> 0 THEN $statuses[g[1]]
@@ -98,4 +105,5 @@ RETURN collect(id) AS ids, collect(g[8]) AS first, collect(g[9]) AS second,
   collect(CASE WHEN reason = '' THEN g[6] END) AS recency,
   collect(CASE WHEN $with_content AND reason = '' THEN [m.content, CASE WHEN g[7] = 1 THEN m.embedding END,
     CASE WHEN g[7] = 1 THEN m.embedding_model END] END)
-    AS docs
+    AS docs,
+  count(CASE WHEN torn THEN 1 END) AS torn

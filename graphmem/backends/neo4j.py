@@ -84,6 +84,7 @@ _REASONS: dict[str, DropReason | None] = {"": None, **{r.value: r for r in DropR
 _FORGOTTEN_CODES = [STATUSES.index(s.value) for s in (Status.REVOKED, Status.RELEASED, Status.ERASED)]
 #: Pauses between attempts of a read that failed in a retryable way.
 _READ_PAUSES = (0.05, 0.2, 1.0)
+_TORN_READS = 5  # reads of the gate before a torn one is a TransactionConflict
 #: Failures the driver reports from the server or the connection, releasing the
 #: transaction's connection as it does.
 _SERVER_FAILURES = (neo4j_errors.Neo4jError, neo4j_errors.ServiceUnavailable, neo4j_errors.SessionExpired)
@@ -676,24 +677,45 @@ class Neo4jBackend:
     def _gate(
         self, ctx: ReadContext, record_id: str | None, fingerprints: bool, with_content: bool
     ) -> neo4j.Record:
+        """The gate's one row, read again while it is torn.
+
+        Read committed: one statement may read a candidate's APPLIES_TO edge (its gate
+        list: status, fingerprint tokens, last change) before a write committed and its
+        node (fingerprint, kept versions) after, or the other way round; a replay would
+        then see today's version in place of the one it held. The statement counts the
+        candidates whose node's last change is not the edge's (``torn``), and with
+        ``fingerprints`` every reported fingerprint must be the one its tokens are of.
+        The write has committed by the next read. ``TransactionConflict`` if every read
+        is torn.
+        """
         self._require_schema(indexed=True)
-        return self._read(
-            "gate",
-            tenant=ctx.tenant,
-            record_id=record_id,
-            entry_scopes=list(ctx.entry_scopes),
-            own_runs=list(ctx.own_runs),
-            kind_mask=[kind in ctx.kinds for kind in KINDS],
-            policy=ctx.policy,
-            statuses=STATUSES,
-            now=micros(ctx.now),
-            as_of=micros(ctx.known_at),
-            forgotten=_FORGOTTEN_CODES,
-            clearance_rank=ctx.clearance.rank,
-            environment=[*ctx.environment, *self._crypt.tokens(ctx.tenant, ctx.environment)],
-            fingerprints=fingerprints,
-            with_content=with_content,
-        )[0]
+        for _ in range(_TORN_READS):
+            gated = self._read(
+                "gate",
+                tenant=ctx.tenant,
+                record_id=record_id,
+                entry_scopes=list(ctx.entry_scopes),
+                own_runs=list(ctx.own_runs),
+                kind_mask=[kind in ctx.kinds for kind in KINDS],
+                policy=ctx.policy,
+                statuses=STATUSES,
+                now=micros(ctx.now),
+                as_of=micros(ctx.known_at),
+                forgotten=_FORGOTTEN_CODES,
+                clearance_rank=ctx.clearance.rank,
+                environment=[*ctx.environment, *self._crypt.tokens(ctx.tenant, ctx.environment)],
+                fingerprints=fingerprints,
+                with_content=with_content,
+            )[0]
+            if gated["torn"]:
+                continue
+            pairs = zip(gated["fingerprints"], gated["first"], gated["second"], strict=True)
+            if not fingerprints or all(stored_tokens(fp) == (a, b) for (fp, _), a, b in pairs):
+                return gated
+        raise TransactionConflict(
+            f"records of tenant {ctx.tenant!r} changed during each of {_TORN_READS} reads of the gate; "
+            "recall again"
+        )
 
     def gate(self, ctx: ReadContext) -> ViewGate:
         """The gate's verdicts from the server; fingerprints and survivors' text from the

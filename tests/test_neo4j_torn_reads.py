@@ -1,0 +1,187 @@
+"""A gate read torn by a committing write is read again, never used (Neo4j).
+
+Neo4j reads at read committed: one gate statement may read a candidate's APPLIES_TO edge
+(its gate list: status, fingerprint tokens, last change) on one side of a write's commit
+and the record's node (fingerprint, kept versions) on the other. A replay as of a time
+before the write then took today's fingerprint for the version it held (a receipt that
+no longer verified, seen once in a CI run of the racing replay test). These tests put the
+server in exactly the state such a read sees: the edge written and the node not yet, or
+the other way round, for the first statements of a recall, then the write's whole state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import neo4j
+import pytest
+
+from graphmem import (
+    Kind,
+    MemoryStore,
+    ReadContext,
+    Source,
+    TransactionConflict,
+    Trust,
+    WriteProposal,
+)
+from graphmem.backends.neo4j import Neo4jBackend
+from graphmem.testing.neo4j_server import Neo4jTarget
+
+pytestmark = pytest.mark.neo4j
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+SCOPE = "case:c1"
+
+
+class Clock:
+    def __init__(self, at: datetime) -> None:
+        self.at = at
+
+    def __call__(self) -> datetime:
+        return self.at
+
+
+def _proposal(tenant: str, source: str) -> WriteProposal:
+    return WriteProposal(
+        tenant=tenant,
+        kind=Kind.SEMANTIC,
+        scope=SCOPE,
+        content="Capture timeouts at the gateway are retried once.",
+        valid_from=T0,
+        sources=(Source(id=source, type="message", trust=Trust.TRUSTED),),
+        proposed_by="agent-7",
+    )
+
+
+def _node(driver: neo4j.Driver, tenant: str, rid: str) -> dict[str, Any]:
+    with driver.session() as session:
+        row = session.run(
+            "MATCH (m:Memory {tenant: $tenant, id: $id}) RETURN properties(m) AS p", tenant=tenant, id=rid
+        ).single()
+    assert row is not None
+    return dict(row["p"])
+
+
+def _set_node(driver: neo4j.Driver, tenant: str, rid: str, props: dict[str, Any]) -> None:
+    with driver.session() as session:
+        session.run(
+            "MATCH (m:Memory {tenant: $tenant, id: $id}) SET m = $props", tenant=tenant, id=rid, props=props
+        ).consume()
+
+
+def _edge(driver: neo4j.Driver, tenant: str, rid: str) -> list[int]:
+    with driver.session() as session:
+        row = session.run(
+            "MATCH (:Memory {tenant: $tenant, id: $id})-[r:APPLIES_TO]->() RETURN r.g AS g",
+            tenant=tenant,
+            id=rid,
+        ).single()
+    assert row is not None
+    return list(row["g"])
+
+
+def _set_edge(driver: neo4j.Driver, tenant: str, rid: str, g: list[int]) -> None:
+    with driver.session() as session:
+        session.run(
+            "MATCH (:Memory {tenant: $tenant, id: $id})-[r:APPLIES_TO]->() SET r.g = $g",
+            tenant=tenant,
+            id=rid,
+            g=g,
+        ).consume()
+
+
+def _recorded_then_overwritten(
+    driver: neo4j.Driver, target: Neo4jTarget, tenant: str
+) -> tuple[MemoryStore, Neo4jBackend, str, ReadContext, Any, dict[str, Any], list[int]]:
+    """A record recalled on day 10, then overwritten on day 11 by a proposal that merges a
+    second source into it (same status: only the fingerprint tells the versions apart).
+    Returns the store, its backend, the id, the day-10 context, the day-10 recall and the
+    node and edge as they were before the overwrite."""
+    clock = Clock(T0 + timedelta(days=1))
+    store = MemoryStore(Neo4jBackend(driver, uri=target.uri or ""), clock=clock)
+    backend = store.backend
+    assert isinstance(backend, Neo4jBackend)
+    rid = store.propose(_proposal(tenant, "msg-1"), source_trust=Trust.TRUSTED).record_id
+    assert rid is not None
+    clock.at = T0 + timedelta(days=10)
+    then = ReadContext(tenant=tenant, scopes=(SCOPE,), now=clock.at)
+    recalled = store.recall(then, "capture timeouts retried")
+    assert list(recalled.ids) == [rid]
+    before_node, before_edge = _node(driver, tenant, rid), _edge(driver, tenant, rid)
+    clock.at = T0 + timedelta(days=11)
+    merged = store.propose(_proposal(tenant, "msg-2"), source_trust=Trust.TRUSTED)
+    assert merged.record_id == rid
+    assert _edge(driver, tenant, rid) != before_edge
+    backend._docs.clear()  # a client that holds nothing of the record yet
+    backend._memo.clear()
+    return store, backend, rid, then, recalled, before_node, before_edge
+
+
+def _reads_until(backend: Neo4jBackend, count: int, then: Callable[[], None]) -> list[str]:
+    """Record the backend's statements; after the ``count``-th, run ``then`` (the write
+    committing)."""
+    reads: list[str] = []
+    plain = backend._read
+
+    def read(name: str, **params: Any) -> list[neo4j.Record]:
+        out = plain(name, **params)
+        reads.append(name)
+        if len(reads) == count:
+            then()
+        return out
+
+    backend._read = read  # type: ignore[method-assign]
+    return reads
+
+
+def test_a_replay_reads_the_gate_again_when_the_edge_is_newer_than_the_node(
+    neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str
+) -> None:
+    # The gate statement reads the overwrite's edge but the node from before it (no kept
+    # version yet): it would take the new live tokens, whose fingerprint the next statement
+    # finds committed by then, and replay today's version.
+    store, backend, rid, then, recalled, before_node, _ = _recorded_then_overwritten(
+        neo4j_driver, neo4j_target, tenant
+    )
+    after_node = _node(neo4j_driver, tenant, rid)
+    _set_node(neo4j_driver, tenant, rid, before_node)
+    reads = _reads_until(backend, 1, lambda: _set_node(neo4j_driver, tenant, rid, after_node))
+    again = store.recall(then, "capture timeouts retried")
+    assert again.receipt == recalled.receipt
+    assert again.records == recalled.records
+    assert reads[:2] == ["gate", "gate"]  # the torn read was not used
+    assert store.verify(recalled.receipt, then)
+
+
+def test_a_replay_reads_the_gate_again_when_the_node_is_newer_than_the_edge(
+    neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str
+) -> None:
+    # The edge from before the overwrite, the node after it, for the gate and the statements
+    # after it: the reported fingerprint is not the one its tokens are of.
+    store, backend, rid, then, recalled, _, before_edge = _recorded_then_overwritten(
+        neo4j_driver, neo4j_target, tenant
+    )
+    after_edge = _edge(neo4j_driver, tenant, rid)
+    _set_edge(neo4j_driver, tenant, rid, before_edge)
+    reads = _reads_until(backend, 3, lambda: _set_edge(neo4j_driver, tenant, rid, after_edge))
+    again = store.recall(then, "capture timeouts retried")
+    assert again.receipt == recalled.receipt
+    assert again.records == recalled.records
+    assert reads[:4] == ["gate", "candidate_docs", "gate", "gate"]
+
+
+def test_a_gate_torn_at_every_read_is_a_conflict_not_an_answer(
+    neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str
+) -> None:
+    store, _, rid, then, _, before_node, _ = _recorded_then_overwritten(neo4j_driver, neo4j_target, tenant)
+    after_node = _node(neo4j_driver, tenant, rid)
+    _set_node(neo4j_driver, tenant, rid, before_node)
+    try:
+        with pytest.raises(TransactionConflict, match="changed during each of"):
+            store.recall(then, "capture timeouts retried")
+    finally:
+        _set_node(neo4j_driver, tenant, rid, after_node)
+    assert store.recall(then, "capture timeouts retried").ids == [rid]
