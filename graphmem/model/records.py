@@ -6,9 +6,9 @@ import hashlib
 import math
 import unicodedata
 import uuid
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
-from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from graphmem.model.base import (
@@ -86,20 +86,11 @@ class MemoryRecord(GraphmemModel):
     preconditions: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     embedding: tuple[float, ...] | None = None
-    embedding_model: EmbeddingModel | None = None
+    # Written only when set, so records (and their fingerprints) from before the fields are unchanged.
+    embedding_model: EmbeddingModel | None = Field(default=None, exclude_if=lambda v: v is None)
     tombstone: Tombstone | None = None
     proposal_id: str | None = Field(default=None, max_length=128)
-    untrusted_lineage: bool = False
-
-    @model_serializer(mode="wrap")
-    def _omit_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # Written only when set, so records (and their fingerprints) from before the fields are unchanged.
-        data: dict[str, Any] = handler(self)
-        if not self.untrusted_lineage:
-            data.pop("untrusted_lineage", None)
-        if self.embedding_model is None:
-            data.pop("embedding_model", None)
-        return data
+    untrusted_lineage: bool = Field(default=False, exclude_if=lambda v: not v)
 
     @model_validator(mode="after")
     def _model_has_embedding(self) -> MemoryRecord:
