@@ -25,6 +25,18 @@ from graphmem.testing.neo4j_server import Neo4jTarget, resolve_test_neo4j
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 KNOWN = datetime(2100, 1, 1, tzinfo=UTC)
+
+
+class Clock:
+    """A store clock the test moves by hand."""
+
+    def __init__(self, at: datetime) -> None:
+        self.at = at
+
+    def __call__(self) -> datetime:
+        return self.at
+
+
 """A knowledge time after every write of a test: a read ``as_of=KNOWN`` sees everything recorded,
 whatever ``now`` (valid time) it replays."""
 

@@ -31,21 +31,11 @@ from graphmem import (
 )
 from graphmem.backends.embedded import EmbeddedBackend
 from graphmem.backends.sqlite_engine import DB_NAME, FORMAT
-from tests.conftest import T0
+from tests.conftest import T0, Clock
 from tests.erasure import places_holding
 
 DAY = timedelta(days=1)
 SCOPE = "system:gateway"
-
-
-class Clock:
-    """A store clock the test moves by hand."""
-
-    def __init__(self, at: datetime) -> None:
-        self.at = at
-
-    def __call__(self) -> datetime:
-        return self.at
 
 
 def day(n: float) -> datetime:

@@ -12,7 +12,7 @@ the other way round, for the first statements of a recall, then the write's whol
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import neo4j
@@ -29,19 +29,11 @@ from graphmem import (
 )
 from graphmem.backends.neo4j import Neo4jBackend
 from graphmem.testing.neo4j_server import Neo4jTarget
+from tests.conftest import T0, Clock
 
 pytestmark = pytest.mark.neo4j
 
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
 SCOPE = "case:c1"
-
-
-class Clock:
-    def __init__(self, at: datetime) -> None:
-        self.at = at
-
-    def __call__(self) -> datetime:
-        return self.at
 
 
 def _proposal(tenant: str, source: str) -> WriteProposal:
@@ -137,40 +129,38 @@ def _reads_until(backend: Neo4jBackend, count: int, then: Callable[[], None]) ->
     return reads
 
 
-def test_a_replay_reads_the_gate_again_when_the_edge_is_newer_than_the_node(
-    neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str
+@pytest.mark.parametrize(
+    ("older", "torn_reads", "reads"),
+    [
+        # The gate statement reads the overwrite's edge but the node from before it (no kept
+        # version yet): it would take the new live tokens, whose fingerprint the next
+        # statement finds committed by then, and replay today's version.
+        ("node", 1, ["gate", "gate"]),
+        # The edge from before the overwrite, the node after it, for the gate and the
+        # statements after it: the reported fingerprint is not the one its tokens are of.
+        ("edge", 3, ["gate", "candidate_docs", "gate", "gate"]),
+    ],
+)
+def test_a_replay_reads_the_gate_again_when_edge_and_node_are_read_apart(
+    neo4j_driver: neo4j.Driver,
+    neo4j_target: Neo4jTarget,
+    tenant: str,
+    older: str,
+    torn_reads: int,
+    reads: list[str],
 ) -> None:
-    # The gate statement reads the overwrite's edge but the node from before it (no kept
-    # version yet): it would take the new live tokens, whose fingerprint the next statement
-    # finds committed by then, and replay today's version.
-    store, backend, rid, then, recalled, before_node, _ = _recorded_then_overwritten(
+    store, backend, rid, then, recalled, before_node, before_edge = _recorded_then_overwritten(
         neo4j_driver, neo4j_target, tenant
     )
-    after_node = _node(neo4j_driver, tenant, rid)
-    _set_node(neo4j_driver, tenant, rid, before_node)
-    reads = _reads_until(backend, 1, lambda: _set_node(neo4j_driver, tenant, rid, after_node))
+    get, put = (_node, _set_node) if older == "node" else (_edge, _set_edge)
+    after = get(neo4j_driver, tenant, rid)
+    put(neo4j_driver, tenant, rid, before_node if older == "node" else before_edge)
+    seen = _reads_until(backend, torn_reads, lambda: put(neo4j_driver, tenant, rid, after))
     again = store.recall(then, "capture timeouts retried")
     assert again.receipt == recalled.receipt
     assert again.records == recalled.records
-    assert reads[:2] == ["gate", "gate"]  # the torn read was not used
+    assert seen[: len(reads)] == reads  # the torn reads were not used
     assert store.verify(recalled.receipt, then)
-
-
-def test_a_replay_reads_the_gate_again_when_the_node_is_newer_than_the_edge(
-    neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str
-) -> None:
-    # The edge from before the overwrite, the node after it, for the gate and the statements
-    # after it: the reported fingerprint is not the one its tokens are of.
-    store, backend, rid, then, recalled, _, before_edge = _recorded_then_overwritten(
-        neo4j_driver, neo4j_target, tenant
-    )
-    after_edge = _edge(neo4j_driver, tenant, rid)
-    _set_edge(neo4j_driver, tenant, rid, before_edge)
-    reads = _reads_until(backend, 3, lambda: _set_edge(neo4j_driver, tenant, rid, after_edge))
-    again = store.recall(then, "capture timeouts retried")
-    assert again.receipt == recalled.receipt
-    assert again.records == recalled.records
-    assert reads[:4] == ["gate", "candidate_docs", "gate", "gate"]
 
 
 def test_a_gate_torn_at_every_read_is_a_conflict_not_an_answer(
