@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from graphmem.eval.gate_data import REPO, bipia_lines, default_bipia_dir, labelled
+from graphmem.eval.gate_data import REPO, bipia_lines, default_bipia_dir, generated_lines, labelled
 from graphmem.model import Kind, Source, Trust
 from graphmem.model.write import WriteOutcome, WritePolicy, WriteProposal, WriteReason
 from graphmem.policy.decide import decide
@@ -125,7 +125,8 @@ def evaluate(
 
 
 def gate_datasets(bipia_dir: Path | None = None) -> dict[str, list[dict[str, Any]]]:
-    """The data sets found: ``corpus``, ``heldout`` (the repository), ``bipia-dev`` (given or nearby)."""
+    """The data sets found: ``corpus``, ``heldout`` (the repository), ``bipia-dev`` and
+    ``generated-dev`` (from BIPIA's training split, given or nearby)."""
     found: dict[str, list[dict[str, Any]]] = {}
     corpus, heldout = REPO / "tests" / "corpus", REPO / "tests" / "heldout"
     if (corpus / "attacks.jsonl").is_file():
@@ -133,6 +134,9 @@ def gate_datasets(bipia_dir: Path | None = None) -> dict[str, list[dict[str, Any
     bipia = bipia_dir or default_bipia_dir()
     if bipia is not None:
         found["bipia-dev"] = bipia_lines(bipia, "dev")
+        found["generated-dev"] = [
+            {k: v for k, v in line.items() if k != "inserted"} for line in generated_lines(bipia, "dev")
+        ]
     if (heldout / "attacks.jsonl").is_file():
         found["heldout"] = labelled(heldout)
     return found

@@ -11,6 +11,9 @@ A *line* is a mapping with ``text``, ``label`` (``attack`` / ``benign``),
   table or code answer at its start, middle or end. The instruction
   categories in ``DEV_CATEGORIES`` and the last fifth of the contexts go only
   to ``bipia-dev``, so dev measures attacks of kinds the detector never saw.
+* ``generated-train`` / ``generated-dev`` — the instructions and look-alikes of
+  ``graphmem.eval.gate_variants`` (13 languages) inserted into the same
+  split's clean contexts; dev's phrasings are the half training never used.
 """
 
 from __future__ import annotations
@@ -25,9 +28,11 @@ from typing import Any
 __all__ = [
     "DEV_CATEGORIES",
     "REPO",
+    "bipia_contexts",
     "bipia_lines",
     "compose",
     "default_bipia_dir",
+    "generated_lines",
     "jsonl_lines",
     "labelled",
 ]
@@ -129,6 +134,55 @@ def _instructions(directory: Path, split: str) -> Iterator[tuple[str, str, str]]
             if (category in DEV_CATEGORIES) == (split == "dev"):
                 for text in texts:
                     yield family, category, text
+
+
+def bipia_contexts(directory: Path, split: str) -> list[tuple[str, str]]:
+    """The clean contexts of ``split`` as ``(kind, text)``: ``email``, ``table`` or ``code``."""
+    if split not in ("train", "dev"):
+        raise ValueError(f"split must be 'train' or 'dev', got {split!r}")
+    return [(kind, t) for kind, texts in _contexts(directory).items() for t in _split(texts, split)]
+
+
+def generated_lines(directory: Path, split: str, *, n: int = 600, seed: int = 23) -> list[Line]:
+    """Generated instructions (``gate_variants.injections``) inserted into the split's contexts, and
+    its look-alikes, alone and inserted, as benign lines. All untrusted. Deterministic for a seed."""
+    from graphmem.eval.gate_variants import injections, look_alikes
+
+    rng = random.Random(f"{seed}:{split}:generated")
+    contexts = bipia_contexts(directory, split)
+    prose = [c for c in contexts if c[0] != "code"]
+    code = [c for c in contexts if c[0] == "code"]
+    lines: list[Line] = []
+    for k, (lang, family, instruction) in enumerate(injections(split, n, seed=seed)):
+        kind, context = rng.choice(code if family == "code" else prose)
+        position = POSITIONS[k % 3]
+        lines.append(
+            {
+                "text": compose(context, instruction, position, table=kind == "table"),
+                "label": "attack",
+                "source_trust": "untrusted",
+                "category": family,
+                "lang": lang,
+                "carrier": kind,
+                "position": position,
+                "inserted": instruction,
+            }
+        )
+    for k, sentence in enumerate(look_alikes(split)):
+        lines.append(
+            {"text": sentence, "label": "benign", "source_trust": "untrusted", "category": "look_alike"}
+        )
+        for j in range(3):
+            kind, context = rng.choice(prose)
+            lines.append(
+                {
+                    "text": compose(context, sentence, POSITIONS[(k + j) % 3], table=kind == "table"),
+                    "label": "benign",
+                    "source_trust": "untrusted",
+                    "category": "look_alike_in_context",
+                }
+            )
+    return lines
 
 
 def bipia_lines(directory: Path, split: str, *, per_instruction: int = 6, seed: int = 19) -> list[Line]:

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from graphmem.eval.gate_data import REPO, bipia_lines, default_bipia_dir, labelled
+from graphmem.eval.gate_data import REPO, bipia_lines, default_bipia_dir, generated_lines, labelled
 from graphmem.policy.detector import (
     FEATURE_DIM,
     HASH_DIM,
@@ -36,6 +36,7 @@ __all__ = ["VARIANTS", "train", "training_texts"]
 
 VERSION = "injection-lr-1"
 EPOCHS = 400
+GENERATED = 1500
 L2_HASHED, L2_DENSE = 3e-3, 1e-4
 
 # Hand-written training variants in other languages (addressed to an AI; never from tests/heldout).
@@ -116,6 +117,9 @@ def training_texts(bipia_dir: Path) -> list[tuple[dict[str, Any], set[str] | Non
         if line["label"] == "attack" and line["source_trust"] != "untrusted":
             continue
         out.append((line, None))
+    for line in generated_lines(bipia_dir, "train", n=GENERATED):
+        inserted = line.pop("inserted", None)
+        out.append((line, set(segments(inserted)) if inserted else None))
     for text in VARIANTS:
         out.append(({"text": text, "label": "attack", "source_trust": "untrusted"}, None))
     for text in BENIGN_VARIANTS:

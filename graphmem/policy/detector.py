@@ -54,6 +54,11 @@ HASH_DIM = 1 << 13
 WEIGHTS_FILE = Path(__file__).with_name("detector_weights.json")
 
 _SEGMENT = re.compile(r"(?<=[.!?。！？])\s+|[。！？]|\n+|\s*\|\s*(?=[A-Z_ ]{2,20}\s*:)")
+_RUN_ON = re.compile(
+    r"(?<=[^\W\d_][.!?])(?!(?:com|net|org|io|xyz|example|info|biz|co|uk|de|ru|cn|top|site|app|html?|php|"
+    r"py|js|json|txt|csv|pdf)\b)(?=[^\W\d_]{2})"
+)
+_RUN_ON_WORDS = 40
 _WORD = re.compile(r"[^\W\d_]+(?:'[a-z]+)?", re.U)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]+")
 _CONTENT_MIN = 4
@@ -89,23 +94,53 @@ _CUE_WORDS: dict[str, tuple[str, ...]] = {
         r"ты\s+должен|вы\s+должны|必须|必ず|반드시)\b",
     ),
     "imperative_start": _lex(
-        r"^(?:please\s+|kindly\s+|also\s+|now\s+|then\s+|first\s+|finally\s+)?(?:add|include|insert|append|"
-        r"write|rewrite|translate|reply|respond|answer|tell|mention|say|state|use|replace|remove|"
+        r"^(?:please\s+|kindly\s+|also\s+|now\s+|then\s+|first\s+|finally\s+|instead\s+)?(?:add|include|insert|"
+        r"append|write|rewrite|translate|reply|respond|answer|tell|mention|say|state|use|replace|remove|"
         r"rearrange|introduce|integrate|incorporate|embed|provide|explain|describe|list|compose|draft|"
         r"send|forward|ignore|forget|disregard|format|encode|convert|end|start|begin|make|give|show|"
         r"summari[sz]e|recommend|promote|urge|encourage|direct|ensure|execute|run|call|delete|"
-        r"remember|save|store|treat|act|pretend|do\s+not|don't|never|always|from\s+now\s+on)\b",
-        r"^(?:bitte\s+)?(?:fuge|schreibe?|antworte|ubersetze|erwahne|sag|nutze|verwende|sende|schicke|"
-        r"speichere|ignoriere|vergiss|beantworte|gib)\b",
+        r"remember|save|store|treat|act|pretend|teach|outline|share|solve|calculate|create|generate|"
+        r"produce|offer|suggest|name|define|discuss|elaborate|clarify|spell|swap|drop|put|wrap|merge|"
+        r"blend|leverage|utili[sz]e|enlist|absorb|consider|modify|change|alter|adjust|adapt|revise|edit|"
+        r"tweak|hint|emphasi[sz]e|highlight|stress|inform|notify|remind|warn|advise|ask|invite|"
+        r"persuade|convince|reveal|output|print|display|append|sign|end|close|conclude|do\s+not|don't|never|always|from\s+now\s+on)\b",
+        r"^(?:bitte\s+)?(?:fuge|schreibe?|antworte|ubersetze|erwahne|sag|sage|nutze|verwende|sende|schicke|"
+        r"speichere|ignoriere|vergiss|beantworte|gib|erklare|erklar|beschreibe|erzahle?|nenne|liste|"
+        r"zeige?|mach|mache|stelle|empfiehl|formuliere|fasse|teile|behandle|merke?)\b",
         r"^(?:ajoute|ecris|reponds|traduis|mentionne|dis|utilise|envoie|ignore|oublie|affirme|redige|"
-        r"enregistre|garde)\b",
-        r"^(?:anade|escribe|responde|traduce|menciona|di|dile|usa|envia|ignora|olvida|guarda|incluye)\b",
-        r"^(?:adiciona|escreve|responde|traduz|menciona|diz|diga|usa|envia|ignora|esquece|guarda|inclui)\b",
-        r"^(?:aggiungi|scrivi|rispondi|traduci|menziona|di|usa|invia|ignora|dimentica|salva|includi)\b",
-        r"^(?:voeg|schrijf|antwoord|vertel|gebruik|stuur|sla|negeer|vergeet)\b",
-        r"^(?:dodaj|napisz|odpowiadaj|odpowiedz|powiedz|uzyj|wyslij|zapisz|ignoruj|zapomnij)\b",
-        r"^(?:добавь|напиши|отвечай|ответь|переведи|скажи|используй|отправь|сохрани|игнорируй|забудь)",
-        r"^(?:请|請|务必|務必|先|在回答|回答时)|(?:してください|しなさい|せよ|하세요|해라|하십시오)",
+        r"enregistre|garde|explique|decris|raconte|donne|liste|montre|fais|resume|recommande|indique|"
+        r"presente|retiens|transmets|considere|parle)\b",
+        r"^(?:anade|escribe|responde|contesta|traduce|menciona|di|dile|usa|envia|ignora|olvida|guarda|"
+        r"incluye|explica|describe|cuenta|cuentame|dame|da|enumera|muestra|haz|resume|recomienda|indica|"
+        r"presenta|recuerda|reenvia|habla)\b",
+        r"^(?:adiciona|escreve|responde|traduz|menciona|diz|diga|usa|envia|ignora|esquece|guarda|inclui|"
+        r"explica|descreve|conta|da|lista|mostra|faz|resume|recomenda|indica|apresenta|lembra)\b",
+        r"^(?:aggiungi|scrivi|rispondi|traduci|menziona|di|dimmi|usa|invia|ignora|dimentica|salva|includi|"
+        r"spiega|spiegami|descrivi|racconta|raccontami|dai|elenca|mostra|fai|riassumi|consiglia|indica|"
+        r"presenta|ricorda|inoltra|parla)\b",
+        r"^(?:voeg|schrijf|antwoord|vertel|gebruik|stuur|sla|negeer|vergeet|leg|beschrijf|geef|noem|"
+        r"toon|maak|vat|beveel|onthoud|zeg|vermeld)\b",
+        r"^(?:dodaj|napisz|odpowiadaj|odpowiedz|powiedz|uzyj|wyslij|zapisz|ignoruj|zignoruj|zapomnij|"
+        r"wyjasnij|opisz|opowiedz|podaj|wymien|pokaz|zrob|streszcz|polec|zapamietaj|przeslij)\b",
+        r"^(?:ekle|yaz|cevap|yanitla|cevir|soyle|kullan|gonder|kaydet|yok\s+say|unut|acikla|anlat|"
+        r"tanimla|ver|listele|goster|yap|ozetle|oner|hatirla)\b",
+        r"^(?:добавь|напиши|отвечай|ответь|переведи|скажи|используй|отправь|сохрани|игнорируй|забудь|"
+        r"объясни|опиши|расскажи|дай|перечисли|покажи|сделай|кратко|порекомендуй|запомни|перешли|лучше)",
+        r"^(?:请|請|务必|務必|先|在回答|回答时|忽略|记住|解释|告诉|描述|写|把|用|发送)|"
+        r"(?:してください|しなさい|せよ|して下さい|ください|하세요|해라|하십시오|해\s*주세요|세요)",
+    ),
+    "code_insert": _lex(
+        r"\b(?:following|subsequent|below|this|these|attached)\s+(?:\w+\s+)?(?:code|snippet|excerpt|block|"
+        r"lines?|function|helper|script|module|section)\b",
+        r"\b(?:into|in|to|with|within)\s+(?:your|the)\s+(?:\w+\s+)?(?:code|codebase|implementation|"
+        r"solution|program|script|function|algorithm|logic|answer)\b",
+    ),
+    "code_danger": _lex(
+        r"\bos\.(?:system|popen|remove|environ|rename)|\bsubprocess\b|\bexec\s*\(|\beval\s*\(|\bsocket\b|"
+        r"\brequests\.(?:post|put)|\burllib\b|\bcurl\b|\bwget\b|\bpsutil\b|\bsmtplib\b|\bftplib\b|"
+        r"\bparamiko\b|\bbluetooth\b|/etc/(?:passwd|shadow)|\.ssh\b|b64decode|\bchmod\b|\bminer\b|"
+        r"\bmining\b|\bkeylog\w*|\bcookie\w*|\bbash_history\b|\bsudo\b|\bdd\s+if=|\brm\s+-rf\b|"
+        r"\bshutil\.(?:move|copy\w*|rmtree)|\benviron\b|\bgetpass\b|\bpynput\b|\bpyautogui\b",
     ),
     "output_language": _lex(
         r"\b(?:in|into|to)\s+(?:english|french|spanish|german|italian|portuguese|dutch|russian|chinese|"
@@ -187,7 +222,12 @@ CUES: dict[str, re.Pattern[str]] = {
 _CUE_FILTERS = {name: Prefiltered(words) for name, words in _CUE_WORDS.items()}
 Cues = Mapping[str, "re.Pattern[str] | None"]
 
-_DENSE = (*CUES, "low_overlap", "short", "long", "imperative_x_output", "addressee_x_any")
+_BASE = (*CUES, "low_overlap", "short", "long", "in_document", "imperative_x_output", "addressee_x_any")
+# Every pair of hand-designed cues is a feature too (a conjunction: a question *and* nothing shared
+# with the document; a transform *and* "your answer"), so a linear model can weigh them together.
+_PAIRS = tuple((a, b) for i, a in enumerate(_BASE) for b in _BASE[i + 1 :])
+_DENSE = (*_BASE, *(f"{a}*{b}" for a, b in _PAIRS))
+_PAIR_INDEX = {(_BASE.index(a), _BASE.index(b)): HASH_DIM + len(_BASE) + k for k, (a, b) in enumerate(_PAIRS)}
 DENSE_DIM = len(_DENSE)
 FEATURE_DIM = HASH_DIM + DENSE_DIM
 
@@ -197,7 +237,13 @@ def _own_text(text: str) -> str:
 
 
 def _segments_of(own: str) -> list[str]:
-    return [s.strip(" -*•:;,") for s in _SEGMENT.split(own) if len(s.strip(" -*•:;,")) > 1]
+    out = []
+    for part in _SEGMENT.split(own):
+        # A long run without sentence breaks (mail flattened to one line: "video.if you have") is
+        # cut again where a sentence mark touches the next word.
+        pieces = _RUN_ON.split(part) if part.count(" ") > _RUN_ON_WORDS else (part,)
+        out += [p.strip(" -*•:;,") for p in pieces if len(p.strip(" -*•:;,")) > 1]
+    return out
 
 
 def segments(text: str) -> list[str]:
@@ -232,7 +278,7 @@ def segment_features(
     counts = Counter(map(_bucket, tokens))
     norm = math.sqrt(sum(v * v for v in counts.values())) or 1.0
     features: dict[int, float] = {i: n / norm for i, n in counts.items()}
-    dense = dict.fromkeys(_DENSE, 0.0)
+    dense = dict.fromkeys(_BASE, 0.0)
     for name, pattern in (cues or CUES).items():
         if pattern is not None and pattern.search(segment):
             dense[name] = 1.0
@@ -244,6 +290,7 @@ def segment_features(
         n_others = len(context_words) - sum(1 for w in own if w in context_words) + shared
         if n_others >= 5 and own:
             dense["low_overlap"] = 1.0 - shared / len(own)
+    dense["in_document"] = 1.0 if context_words is not None and len(context_words) >= 12 else 0.0
     dense["short"] = 1.0 if len(words) < 5 else 0.0
     dense["long"] = 1.0 if len(words) > 40 else 0.0
     dense["imperative_x_output"] = dense["imperative_start"] * max(
@@ -252,9 +299,11 @@ def segment_features(
     dense["addressee_x_any"] = dense["addressee_ai"] * max(
         dense["imperative_start"], dense["you_modal"], dense["memory_write"], dense["authority"]
     )
-    for k, name in enumerate(_DENSE):
-        if dense[name]:
-            features[HASH_DIM + k] = dense[name]
+    active = [(k, value) for k, value in enumerate(dense.values()) if value]
+    for n, (k, value) in enumerate(active):
+        features[HASH_DIM + k] = value
+        for j, other in active[n + 1 :]:
+            features[_PAIR_INDEX[k, j]] = value * other
     return features
 
 
