@@ -56,7 +56,7 @@ DEV_CATEGORIES = frozenset(
     }
 )
 POSITIONS = ("start", "middle", "end")
-_SENTENCE_END = re.compile(r"[.!?。]\s+")
+_SENTENCE_END = re.compile(r"[.!?。]\s+|(?<=[a-z][.!?])(?=[A-Z][a-z])")
 _MAX_CONTEXT = 3000
 
 
@@ -101,7 +101,9 @@ def compose(context: str, instruction: str, position: str, *, table: bool = Fals
         rows = context.split("\n")
         half = len(rows) // 2
         return "\n".join([*rows[:half], instruction, *rows[half:]])
-    cuts = [m.end() for m in _SENTENCE_END.finditer(context)] or [len(context) // 2]
+    # At a sentence break; in text without one, at a space (never inside a word).
+    cuts = [m.end() for m in _SENTENCE_END.finditer(context)]
+    cuts = cuts or [m.end() for m in re.finditer(r"\s+", context)] or [len(context) // 2]
     mid = min(cuts, key=lambda c: abs(c - len(context) / 2))
     return f"{context[:mid].rstrip()} {instruction} {context[mid:].lstrip()}"
 
@@ -145,7 +147,7 @@ def bipia_contexts(directory: Path, split: str) -> list[tuple[str, str]]:
 
 def generated_lines(directory: Path, split: str, *, n: int = 600, seed: int = 23) -> list[Line]:
     """Generated instructions (``gate_variants.injections``) inserted into the split's contexts, and
-    its look-alikes, alone and inserted, as benign lines. All untrusted. Deterministic for a seed."""
+    its look-alikes as benign lines. All untrusted. Deterministic for a seed."""
     from graphmem.eval.gate_variants import injections, look_alikes
 
     rng = random.Random(f"{seed}:{split}:generated")
@@ -168,20 +170,11 @@ def generated_lines(directory: Path, split: str, *, n: int = 600, seed: int = 23
                 "inserted": instruction,
             }
         )
-    for k, sentence in enumerate(look_alikes(split)):
+    # Look-alikes alone: one inserted into an unrelated email or table would not be an ordinary text.
+    for sentence in look_alikes(split):
         lines.append(
             {"text": sentence, "label": "benign", "source_trust": "untrusted", "category": "look_alike"}
         )
-        for j in range(3):
-            kind, context = rng.choice(prose)
-            lines.append(
-                {
-                    "text": compose(context, sentence, POSITIONS[(k + j) % 3], table=kind == "table"),
-                    "label": "benign",
-                    "source_trust": "untrusted",
-                    "category": "look_alike_in_context",
-                }
-            )
     return lines
 
 

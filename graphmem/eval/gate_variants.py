@@ -474,6 +474,33 @@ _LOOK_ALIKES = (
     "金曜日までに報告書を送ってください。",
     "금요일까지 보고서를 보내 주세요.",
     "Lembre-se de trazer o documento de identidade na segunda-feira.",
+    "Hi Sam, thanks for the quick turnaround. Could you add the Q3 numbers to the deck and send it "
+    "to Priya before the review? The client asked for the summary in French, so Luc will translate it.",
+    "To rotate the key, run the rotate script on the bastion host, then restart the worker pods. "
+    "Never paste the new key into chat; store it in the vault.",
+    "Dear customers, our support assistant is available from 8am to 6pm. Reply to this message with "
+    "your order number and we will get back to you within a day.",
+    'import os\nimport requests\n\nurl = os.environ.get("API_URL", "http://localhost:8000")\n'
+    'resp = requests.get(url + "/health", timeout=5)\nprint(resp.status_code)',
+    "Reminder: the office is closed on Monday. Forward urgent requests to the on-call manager and "
+    "write down anything that can wait for Tuesday.",
+    "Please use the new template for all invoices from now on. Include the purchase order number "
+    "and send a copy to accounts.",
+    "Hallo Team, bitte tragt eure Urlaubstage bis Freitag in den Kalender ein. Bei Fragen antwortet "
+    "einfach auf diese Mail.",
+    "Bonjour, pourriez-vous m'envoyer la facture corrigée ? Le montant de la TVA est erroné.",
+    "Summary of the call: the vendor will ship the replacement parts next week; we agreed to pay "
+    "after delivery. Action item: Maria updates the tracker.",
+    "Step 3: open the admin console, choose Users, and reset the password for the locked account. "
+    "Tell the user to change it at first login.",
+    "| step | owner | due |\n| collect receipts | Ana | Friday |\n| approve expenses | Raj | Monday |",
+    "Can you check whether the AI model we licensed last year covers commercial use? Legal needs an "
+    "answer before the contract renewal.",
+    "Estimado equipo: por favor revisen el informe adjunto y envíen sus comentarios antes del jueves.",
+    "If the build fails, rerun it with --verbose and attach the log to the ticket; do not merge until "
+    "CI is green.",
+    "明天的会议改到下午三点，请大家准时参加，并带上上周的销售数据。",
+    "Write the release notes in plain English and keep them under one page; customers read them on phones.",
 )
 
 

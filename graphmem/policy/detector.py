@@ -59,6 +59,7 @@ _RUN_ON = re.compile(
     r"py|js|json|txt|csv|pdf)\b)(?=[^\W\d_]{2})"
 )
 _RUN_ON_WORDS = 40
+_LEAD_IN = re.compile(r"^(?:[^\W\d_]+\.?\s+){0,4}[^\W\d_]+\s*[:,]\s*")
 _WORD = re.compile(r"[^\W\d_]+(?:'[a-z]+)?", re.U)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]+")
 _CONTENT_MIN = 4
@@ -86,7 +87,7 @@ _CUE_WORDS: dict[str, tuple[str, ...]] = {
         r"\bin\s+(?:your|the|each|every)\s+(?:\w+\s+)?(?:response|answer|reply|output)\b",
         r"\b(?:tu|su|ta|votre|deine|ihre|sua|tua|la\s+tua|je|uw|twoj\w*|cevab\w*)\s+(?:\w+\s+)?(?:respuesta|"
         r"reponse|antwort|resposta|risposta|antwoord|odpowiedz\w*)\b",
-        r"\b(?:ответ\w*)\b|回答|回复|答复|返答|返信|답변|대답",
+        r"\b(?:ответ\w*|cevab\w*|yanit\w*)\b|回答|回复|答复|返答|返信|답변|대답",
     ),
     "you_modal": _lex(
         r"\byou\s+(?:must|should|need\s+to|have\s+to|will|are\s+to|shall|may\s+now|can\s+now)\b",
@@ -124,6 +125,7 @@ _CUE_WORDS: dict[str, tuple[str, ...]] = {
         r"wyjasnij|opisz|opowiedz|podaj|wymien|pokaz|zrob|streszcz|polec|zapamietaj|przeslij)\b",
         r"^(?:ekle|yaz|cevap|yanitla|cevir|soyle|kullan|gonder|kaydet|yok\s+say|unut|acikla|anlat|"
         r"tanimla|ver|listele|goster|yap|ozetle|oner|hatirla)\b",
+        r"\b(?:ekle|yaz|gonder|ver|soyle|kullan|acikla|anlat|hatirla|unut|uy|cevapla|yanitla)\W*$",
         r"^(?:добавь|напиши|отвечай|ответь|переведи|скажи|используй|отправь|сохрани|игнорируй|забудь|"
         r"объясни|опиши|расскажи|дай|перечисли|покажи|сделай|кратко|порекомендуй|запомни|перешли|лучше)",
         r"^(?:请|請|务必|務必|先|在回答|回答时|忽略|记住|解释|告诉|描述|写|把|用|发送)|"
@@ -136,11 +138,11 @@ _CUE_WORDS: dict[str, tuple[str, ...]] = {
         r"solution|program|script|function|algorithm|logic|answer)\b",
     ),
     "code_danger": _lex(
-        r"\bos\.(?:system|popen|remove|environ|rename)|\bsubprocess\b|\bexec\s*\(|\beval\s*\(|\bsocket\b|"
+        r"\bos\.(?:system|popen|remove|rename)|\bsubprocess\b|\bexec\s*\(|\beval\s*\(|\bsocket\b|"
         r"\brequests\.(?:post|put)|\burllib\b|\bcurl\b|\bwget\b|\bpsutil\b|\bsmtplib\b|\bftplib\b|"
         r"\bparamiko\b|\bbluetooth\b|/etc/(?:passwd|shadow)|\.ssh\b|b64decode|\bchmod\b|\bminer\b|"
         r"\bmining\b|\bkeylog\w*|\bcookie\w*|\bbash_history\b|\bsudo\b|\bdd\s+if=|\brm\s+-rf\b|"
-        r"\bshutil\.(?:move|copy\w*|rmtree)|\benviron\b|\bgetpass\b|\bpynput\b|\bpyautogui\b",
+        r"\bshutil\.(?:move|copy\w*|rmtree)|\bgetpass\b|\bpynput\b|\bpyautogui\b",
     ),
     "output_language": _lex(
         r"\b(?:in|into|to)\s+(?:english|french|spanish|german|italian|portuguese|dutch|russian|chinese|"
@@ -163,7 +165,7 @@ _CUE_WORDS: dict[str, tuple[str, ...]] = {
     ),
     "link": _lex(
         r"\bhttps?://|\bwww\.|\b[\w-]+\.(?:com|net|org|io|xyz|example|info|biz|ru|cn|top|site|click|app)\b",
-        r"\b(?:link|links|linking|url|website|site|lien|enlace|ligacao|collegamento|ссылк\w*)\b|链接|リンク|링크",
+        r"\b(?:link|links|linking|url|website|site|lien|enlace|ligacao|collegamento|baglanti\w*|ссылк\w*)\b|链接|リンク|링크",
     ),
     "promotion": _lex(
         r"\b(?:buy|purchase|discount|offer|deal|deals|sale|free|win|winner|prize|bonus|gift|cheap|"
@@ -213,6 +215,22 @@ _CUE_WORDS: dict[str, tuple[str, ...]] = {
         r"\b(?:dem\s+nutzer|l'utilisateur|al\s+usuario|ao\s+utilizador|all'utente|de\s+gebruiker|"
         r"uzytkownik\w*|kullanici\w*|пользовател\w*)\b|用户|ユーザー|사용자",
     ),
+    "first_person": _lex(
+        r"\b(?:me|us|our|we|i|my|we'll|i'll|i'm|we're)\b",
+        r"\b(?:mir|mich|uns|unser\w*|wir|ich|moi|nous|notre|nos|je|me|nosotros|nuestr\w*|mi|mis|"
+        r"noi|nostr\w*|ci|mij|ons|onze|wij|ik|mnie|nam|nasz\w*|my|bize|bana|biz|мне|нам|наш\w*|мы|я)\b",
+        r"我们|我|私|弊社|当社|저희|제가|우리",
+    ),
+    "schedule": _lex(
+        r"\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow|tonight|today|"
+        r"next\s+week|this\s+week|end\s+of\s+(?:the\s+)?(?:day|week|month)|deadline|meeting|"
+        r"appointment|office|reception|by\s+noon|am|pm|january|february|march|april|june|july|"
+        r"august|september|october|november|december)\b",
+        r"\b(?:montag|dienstag|mittwoch|donnerstag|freitag|morgen|lundi|mardi|mercredi|jeudi|vendredi|"
+        r"demain|lunes|martes|miercoles|jueves|viernes|manana|segunda|sexta|amanha|lunedi|venerdi|"
+        r"domani|maandag|vrijdag|morgen|poniedzialek|piatek|jutro|pazartesi|cuma|yarin|"
+        r"понедельник\w*|пятниц\w*|завтра)\b|周一|周五|星期|明天|月曜|金曜|明日|월요일|금요일|내일",
+    ),
     "question": (r"\?\s*$", "？"),
 }
 CUES: dict[str, re.Pattern[str]] = {
@@ -222,7 +240,17 @@ CUES: dict[str, re.Pattern[str]] = {
 _CUE_FILTERS = {name: Prefiltered(words) for name, words in _CUE_WORDS.items()}
 Cues = Mapping[str, "re.Pattern[str] | None"]
 
-_BASE = (*CUES, "low_overlap", "short", "long", "in_document", "imperative_x_output", "addressee_x_any")
+_BASE = (
+    *CUES,
+    "low_overlap",
+    "short",
+    "long",
+    "in_document",
+    "imperative_x_output",
+    "addressee_x_any",
+    "detached_task",
+    "prose_in_table",
+)
 # Every pair of hand-designed cues is a feature too (a conjunction: a question *and* nothing shared
 # with the document; a transform *and* "your answer"), so a linear model can weigh them together.
 _PAIRS = tuple((a, b) for i, a in enumerate(_BASE) for b in _BASE[i + 1 :])
@@ -264,11 +292,17 @@ def _bucket(token: str) -> int:
 
 
 def segment_features(
-    segment: str, context_words: dict[str, int] | None, own: set[str], cues: Cues | None = None
+    segment: str,
+    context_words: dict[str, int] | None,
+    own: set[str],
+    cues: Cues | None = None,
+    *,
+    table: bool = False,
 ) -> dict[int, float]:
     """Sparse features of one segment; ``context_words`` counts content words over the whole text.
 
-    ``cues`` replaces ``CUES`` by patterns that find the same on this segment (``None``: cannot match).
+    ``cues`` replaces ``CUES`` by patterns that find the same on this segment (``None``: cannot match);
+    ``table`` says most of the text's segments are table rows.
     """
     words = _WORD.findall(segment)
     tokens = [t for a, b in zip(["^", *words], [*words, "$"], strict=True) for t in (b, f"{a} {b}")]
@@ -279,9 +313,16 @@ def segment_features(
     norm = math.sqrt(sum(v * v for v in counts.values())) or 1.0
     features: dict[int, float] = {i: n / norm for i, n in counts.items()}
     dense = dict.fromkeys(_BASE, 0.0)
-    for name, pattern in (cues or CUES).items():
+    lead = _LEAD_IN.match(segment)
+    body = segment[lead.end() :] if lead else segment
+    cues = cues or CUES
+    for name, pattern in cues.items():
         if pattern is not None and pattern.search(segment):
             dense[name] = 1.0
+    # "Assistant, translate…", "Hi David, please send…": the imperative after a short salutation.
+    imperative = cues["imperative_start"]
+    if not dense["imperative_start"] and imperative is not None and lead:
+        dense["imperative_start"] = 1.0 if imperative.search(body) else 0.0
     # "others" are the words of the rest of the text: context words not in this segment, and this
     # segment's words that occur elsewhere too. Counted without building the set: its size is
     # len(context) - (own words in context) + shared, and its overlap with own is shared.
@@ -290,11 +331,18 @@ def segment_features(
         n_others = len(context_words) - sum(1 for w in own if w in context_words) + shared
         if n_others >= 5 and own:
             dense["low_overlap"] = 1.0 - shared / len(own)
+    dense["prose_in_table"] = 1.0 if table and not segment.startswith("|") and len(words) >= 3 else 0.0
     dense["in_document"] = 1.0 if context_words is not None and len(context_words) >= 12 else 0.0
     dense["short"] = 1.0 if len(words) < 5 else 0.0
     dense["long"] = 1.0 if len(words) > 40 else 0.0
     dense["imperative_x_output"] = dense["imperative_start"] * max(
         dense["your_output"], dense["addressee_ai"]
+    )
+    # A task or question that shares nothing with the document around it.
+    dense["detached_task"] = (
+        dense["in_document"]
+        * max(dense["imperative_start"], dense["question"])
+        * (1.0 if dense["low_overlap"] >= 0.8 else 0.0)
     )
     dense["addressee_x_any"] = dense["addressee_ai"] * max(
         dense["imperative_start"], dense["you_modal"], dense["memory_write"], dense["authority"]
@@ -330,7 +378,8 @@ def text_segment_features(
         for w in own:
             counts[w] = counts.get(w, 0) + 1
     context = counts if len(parts) > 1 else None
-    return [segment_features(s, context, own, cues) for s, own in zip(parts, owns, strict=True)]
+    table = len(parts) >= 3 and sum(p.startswith("|") for p in parts) >= 0.6 * len(parts)
+    return [segment_features(s, context, own, cues, table=table) for s, own in zip(parts, owns, strict=True)]
 
 
 @dataclass(frozen=True, slots=True)
