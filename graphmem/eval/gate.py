@@ -152,27 +152,59 @@ def _p95_ms(run: Callable[[], object], repeat: int, clock: Callable[[], float] =
     return times[int(0.95 * (len(times) - 1))]
 
 
+_LATENCY_SENTENCES = (
+    "The quarterly report lists revenue by region, with notes on shipping delays and returns.",
+    "Order {n} left the Rotterdam warehouse on Tuesday and should reach the customer by Friday.",
+    "Our support team answered {n} tickets last week, most of them about password resets.",
+    "The new pricing applies to contracts signed after the first of the month.",
+    "Maria will present the survey results at the all-hands meeting on Thursday.",
+    "Invoice {n} was paid twice; finance has issued a refund for the duplicate payment.",
+    "Please bring your badge, since the front desk now checks every visitor.",
+    "The pilot in the Lyon store raised average basket size by {n} cents.",
+    "We moved the backup window to 2am to avoid the evening traffic peak.",
+    "Two suppliers could not confirm delivery dates for the spring collection.",
+    "The audit found no issues with the payroll process this year.",
+    "Customer {n} asked whether the warranty covers accidental damage.",
+    "Legal reviewed the data processing agreement and requested two small changes.",
+    "The mobile app crashed on older Android phones after the last update.",
+    "Could you send the signed copy of the lease to the property manager?",
+    "Traffic to the help centre grew by {n} percent after the redesign.",
+    "The training budget for next year is still waiting for approval.",
+    "Sales in the northern region fell slightly because of the late snow.",
+)
+
+
+def _latency_text(n: int) -> str:
+    """A 2 KB untrusted document never seen before: ordinary sentences, shuffled, numbered by ``n``."""
+    import random
+
+    rng = random.Random(n)
+    out = ""
+    while len(out) < 2048:
+        out += rng.choice(_LATENCY_SENTENCES).format(n=rng.randrange(10, 100_000)) + " "
+    return out[:2048]
+
+
 def latency(repeat: int = 200) -> dict[str, float]:
     """p95 milliseconds of ``decide`` and of an embedded ``propose`` for a 2 KB untrusted text.
+
+    Every call gets a text it has not seen (``_latency_text``), so no cache of an earlier text helps.
 
     Wall-clock (``*_p95_ms``) and this thread's CPU time (``*_cpu_p95_ms``): on a
     shared machine the wall clock also counts the time other processes held the CPU.
     """
     from graphmem.store import MemoryStore
 
-    sentence = "The quarterly report lists revenue by region, with notes on shipping delays and returns. "
-    text = (sentence * (2048 // len(sentence) + 1))[:2048]
     policy = WritePolicy()
     store = MemoryStore.embedded()
-    counter = iter(range(10**9))
+    # Made before timing: one for every call of the four measurements.
+    texts = iter([_latency_text(n) for n in range(4 * repeat)])
 
     def propose() -> None:
-        store.propose(
-            _proposal(f"{next(counter)} {text}"[:2048], Trust.UNTRUSTED), source_trust=Trust.UNTRUSTED
-        )
+        store.propose(_proposal(next(texts), Trust.UNTRUSTED), source_trust=Trust.UNTRUSTED)
 
     def decide_once() -> None:
-        decide(_proposal(text, Trust.UNTRUSTED), policy, Trust.UNTRUSTED)
+        decide(_proposal(next(texts), Trust.UNTRUSTED), policy, Trust.UNTRUSTED)
 
     return {
         "decide_p95_ms": _p95_ms(decide_once, repeat),

@@ -29,6 +29,7 @@ import json
 import math
 import operator
 import re
+import threading
 import zlib
 from collections import Counter
 from collections.abc import Mapping
@@ -291,6 +292,46 @@ def _bucket(token: str) -> int:
     return zlib.crc32(token.encode("utf-8")) & (HASH_DIM - 1)
 
 
+_STATIC_CACHE: dict[str, tuple[dict[int, float], dict[str, float], int]] = {}
+_STATIC_CACHE_SIZE = 4096
+_STATIC_LOCK = threading.Lock()
+
+
+def _static_features(
+    segment: str, cues: Cues, *, cache: bool
+) -> tuple[dict[int, float], dict[str, float], int]:
+    """What a segment's features owe to its own text: hashed tokens, cue hits, its word count.
+
+    Cached by segment (bounded): the cues narrowed for a text find what the whole cues find.
+    """
+    if cache and (hit := _STATIC_CACHE.get(segment)) is not None:
+        return hit
+    words = _WORD.findall(segment)
+    tokens = [t for a, b in zip(["^", *words], [*words, "$"], strict=True) for t in (b, f"{a} {b}")]
+    for run in _CJK.findall(segment):
+        tokens += [run[k : k + 2] for k in range(len(run) - 1)]
+    # Counts in first-seen order (the order the weights are summed in), then L2-normalised.
+    counts = Counter(map(_bucket, tokens))
+    norm = math.sqrt(sum(v * v for v in counts.values())) or 1.0
+    hashed: dict[int, float] = {i: n / norm for i, n in counts.items()}
+    hits: dict[str, float] = {}
+    for name, pattern in cues.items():
+        if pattern is not None and pattern.search(segment):
+            hits[name] = 1.0
+    # "Assistant, translate…", "Hi David, please send…": the imperative after a short salutation.
+    imperative = cues["imperative_start"]
+    lead = _LEAD_IN.match(segment) if "imperative_start" not in hits and imperative is not None else None
+    if lead and imperative is not None and imperative.search(segment[lead.end() :]):
+        hits["imperative_start"] = 1.0
+    out = (hashed, hits, len(words))
+    if cache:
+        with _STATIC_LOCK:
+            if len(_STATIC_CACHE) >= _STATIC_CACHE_SIZE:
+                del _STATIC_CACHE[next(iter(_STATIC_CACHE))]
+            _STATIC_CACHE[segment] = out
+    return out
+
+
 def segment_features(
     segment: str,
     context_words: dict[str, int] | None,
@@ -304,25 +345,10 @@ def segment_features(
     ``cues`` replaces ``CUES`` by patterns that find the same on this segment (``None``: cannot match);
     ``table`` says most of the text's segments are table rows.
     """
-    words = _WORD.findall(segment)
-    tokens = [t for a, b in zip(["^", *words], [*words, "$"], strict=True) for t in (b, f"{a} {b}")]
-    for run in _CJK.findall(segment):
-        tokens += [run[k : k + 2] for k in range(len(run) - 1)]
-    # Counts in first-seen order (the order the weights are summed in), then L2-normalised.
-    counts = Counter(map(_bucket, tokens))
-    norm = math.sqrt(sum(v * v for v in counts.values())) or 1.0
-    features: dict[int, float] = {i: n / norm for i, n in counts.items()}
+    hashed, hits, n_words = _static_features(segment, cues or CUES, cache=cues is not None)
+    features = dict(hashed)
     dense = dict.fromkeys(_BASE, 0.0)
-    lead = _LEAD_IN.match(segment)
-    body = segment[lead.end() :] if lead else segment
-    cues = cues or CUES
-    for name, pattern in cues.items():
-        if pattern is not None and pattern.search(segment):
-            dense[name] = 1.0
-    # "Assistant, translate…", "Hi David, please send…": the imperative after a short salutation.
-    imperative = cues["imperative_start"]
-    if not dense["imperative_start"] and imperative is not None and lead:
-        dense["imperative_start"] = 1.0 if imperative.search(body) else 0.0
+    dense.update(hits)
     # "others" are the words of the rest of the text: context words not in this segment, and this
     # segment's words that occur elsewhere too. Counted without building the set: its size is
     # len(context) - (own words in context) + shared, and its overlap with own is shared.
@@ -331,10 +357,10 @@ def segment_features(
         n_others = len(context_words) - sum(1 for w in own if w in context_words) + shared
         if n_others >= 5 and own:
             dense["low_overlap"] = 1.0 - shared / len(own)
-    dense["prose_in_table"] = 1.0 if table and not segment.startswith("|") and len(words) >= 3 else 0.0
+    dense["prose_in_table"] = 1.0 if table and not segment.startswith("|") and n_words >= 3 else 0.0
     dense["in_document"] = 1.0 if context_words is not None and len(context_words) >= 12 else 0.0
-    dense["short"] = 1.0 if len(words) < 5 else 0.0
-    dense["long"] = 1.0 if len(words) > 40 else 0.0
+    dense["short"] = 1.0 if n_words < 5 else 0.0
+    dense["long"] = 1.0 if n_words > 40 else 0.0
     dense["imperative_x_output"] = dense["imperative_start"] * max(
         dense["your_output"], dense["addressee_ai"]
     )
