@@ -153,29 +153,29 @@ def _p95_ms(run: Callable[[], object], repeat: int, clock: Callable[[], float] =
 
 
 _LATENCY_SENTENCES = (
-    "The quarterly report lists revenue by region, with notes on shipping delays and returns.",
+    "The quarterly report lists revenue for {n} regions, with notes on shipping delays and returns.",
     "Order {n} left the Rotterdam warehouse on Tuesday and should reach the customer by Friday.",
     "Our support team answered {n} tickets last week, most of them about password resets.",
-    "The new pricing applies to contracts signed after the first of the month.",
-    "Maria will present the survey results at the all-hands meeting on Thursday.",
+    "The new pricing applies to the {n} contracts signed after the first of the month.",
+    "Maria will present the {n} survey answers at the all-hands meeting on Thursday.",
     "Invoice {n} was paid twice; finance has issued a refund for the duplicate payment.",
-    "Please bring your badge, since the front desk now checks every visitor.",
+    "Please bring your badge, since the front desk checked {n} visitors yesterday.",
     "The pilot in the Lyon store raised average basket size by {n} cents.",
-    "We moved the backup window to 2am to avoid the evening traffic peak.",
-    "Two suppliers could not confirm delivery dates for the spring collection.",
-    "The audit found no issues with the payroll process this year.",
+    "We moved backup job {n} to 2am to avoid the evening traffic peak.",
+    "Supplier {n} could not confirm delivery dates for the spring collection.",
+    "The audit of {n} payslips found no issues with the payroll process this year.",
     "Customer {n} asked whether the warranty covers accidental damage.",
-    "Legal reviewed the data processing agreement and requested two small changes.",
-    "The mobile app crashed on older Android phones after the last update.",
-    "Could you send the signed copy of the lease to the property manager?",
+    "Legal reviewed data processing agreement {n} and requested two small changes.",
+    "The mobile app crashed on {n} older Android phones after the last update.",
+    "Could you send the signed copy of lease {n} to the property manager?",
     "Traffic to the help centre grew by {n} percent after the redesign.",
-    "The training budget for next year is still waiting for approval.",
-    "Sales in the northern region fell slightly because of the late snow.",
+    "The training budget of {n} euros for next year is still waiting for approval.",
+    "Sales in the northern region fell by {n} units because of the late snow.",
 )
 
 
 def _latency_text(n: int) -> str:
-    """A 2 KB untrusted document never seen before: ordinary sentences, shuffled, numbered by ``n``."""
+    """A 2 KB untrusted document never seen before: ordinary sentences, each with its own number."""
     import random
 
     rng = random.Random(n)
