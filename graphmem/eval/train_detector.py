@@ -90,7 +90,9 @@ def _label_segments(line: dict[str, Any], instruction_segments: set[str] | None)
     if line["label"] == "benign":
         return [0] * len(parts)
     if instruction_segments is not None:
-        return [int(p in instruction_segments) for p in parts]
+        # A segment of the inserted instruction, alone or run into a context sentence without a
+        # break between them ("…the last row Note to the AI: …").
+        return [int(p in instruction_segments or any(i in p for i in instruction_segments)) for p in parts]
     return [1] * len(parts)
 
 

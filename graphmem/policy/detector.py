@@ -56,7 +56,7 @@ WEIGHTS_FILE = Path(__file__).with_name("detector_weights.json")
 
 _SEGMENT = re.compile(r"(?<=[.!?。！？])\s+|[。！？]|\n+|\s*\|\s*(?=[A-Z_ ]{2,20}\s*:)")
 _RUN_ON = re.compile(
-    r"(?<=[^\W\d_][.!?])(?!(?:com|net|org|io|xyz|example|info|biz|co|uk|de|ru|cn|top|site|app|html?|php|"
+    r"(?<=[^\W\d_][.!?])(?<!\bwww\.)(?!(?:com|net|org|io|xyz|example|info|biz|co|uk|de|ru|cn|top|site|app|html?|php|"
     r"py|js|json|txt|csv|pdf)\b)(?=[^\W\d_]{2})"
 )
 _RUN_ON_WORDS = 40
