@@ -1,4 +1,4 @@
-"""Generated gate data: the dev half never shares a phrasing with training; detector segmentation and caching."""
+"""Generated gate data (dev halves never share a phrasing with training), segmentation, the segment cache."""
 
 from __future__ import annotations
 
