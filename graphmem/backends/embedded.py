@@ -50,6 +50,7 @@ from graphmem.model import (
     Status,
     scope_type,
 )
+from graphmem.model.base import json_reader
 from graphmem.model.canonical import sha256
 
 __all__ = ["EmbeddedBackend"]
@@ -58,6 +59,7 @@ _LEGACY_FILES = ("snapshot.json", "journal.log")
 _KINDS = {k.value: k for k in Kind}
 _STATUSES = {s.value: s for s in Status}
 _ERASED = Status.ERASED.value
+_read_record = json_reader(MemoryRecord)
 
 
 def _dt(value: str | None) -> datetime | None:
@@ -593,7 +595,7 @@ class EmbeddedBackend:
         for body, fingerprint in rows:
             if sha256(body) != fingerprint:
                 raise corrupt_error(str(self.engine.path), ValueError("a record's bytes changed on disk"))
-            out.append(MemoryRecord.model_validate_json(body))
+            out.append(_read_record(body))
         return out
 
     def get(self, tenant: str, record_id: str) -> MemoryRecord | None:
@@ -1012,7 +1014,7 @@ class EmbeddedBackend:
                 continue
             if sha256(body) != fingerprint:
                 raise corrupt_error(str(self.engine.path), ValueError(f"version of {record.id!r} altered"))
-            out.append(MemoryRecord.model_validate_json(body))
+            out.append(_read_record(body))
         return out
 
     def kept_fingerprints(self, tenant: str, record_ids: Sequence[str], as_of: datetime) -> dict[str, str]:
