@@ -479,7 +479,8 @@ class EmbeddedBackend:
     def _put_records(self, conn: sqlite3.Connection, records: Sequence[MemoryRecord], mode: _Mode) -> None:
         rows: list[tuple[Any, ...]] = []
         tags: list[tuple[str, str, str]] = []
-        sources: list[tuple[str, str, str]] = []
+        # One body per source, the batch's last: what upserting every record's copy in turn leaves.
+        sources: dict[tuple[str, str], Source] = {}
         cites: list[tuple[str, str, str]] = []
         derived: list[tuple[str, str, str]] = []
         for record in records:
@@ -488,7 +489,7 @@ class EmbeddedBackend:
             tags.extend((t, tag, rid) for tag in record.tags)
             for source in record.sources:
                 # Quotes live only in the records that carry them, so erasing a record erases its quotes.
-                sources.append((t, source.id, source.model_dump_json(exclude={"quote"})))
+                sources[t, source.id] = source
                 cites.append((t, source.id, rid))
             derived.extend((t, rid, p) for p in record.derived_from)
         if mode == "update":
@@ -517,7 +518,7 @@ class EmbeddedBackend:
         conn.executemany(
             "INSERT INTO sources (tenant, id, body) VALUES (?, ?, ?) "
             "ON CONFLICT (tenant, id) DO UPDATE SET body = excluded.body",
-            sources,
+            [(t, sid, source.model_dump_json(exclude={"quote"})) for (t, sid), source in sources.items()],
         )
         if mode != "update":  # an update's citations and parents are those stored
             conn.executemany("INSERT OR IGNORE INTO cites (tenant, source, record) VALUES (?, ?, ?)", cites)
