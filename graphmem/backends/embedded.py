@@ -117,6 +117,11 @@ _UPDATE_RECORD = (
     "content = ?15, embedding = ?16, body = ?17, known_from = ?18, embedding_model = ?19 "
     "WHERE tenant = ?1 AND id = ?2 AND scope = ?3"
 )
+# Most updates (a status change) keep the content, and then its hash: not setting it spares
+# the hash index an entry moved at a random place of it for every record.
+_UPDATE_RECORD_SAME_CONTENT = _UPDATE_RECORD.replace("content_hash = ?7, ", "").replace(
+    "AND scope = ?3", "AND scope = ?3 AND content_hash = ?7"
+)
 _Mode = Literal["new", "replace", "update"]
 """How a batch of records is written: created, upserted, or updated in place (``_put_records``)."""
 _BODY = "SELECT body, fingerprint FROM records"
@@ -493,7 +498,9 @@ class EmbeddedBackend:
                 cites.append((t, source.id, rid))
             derived.extend((t, rid, p) for p in record.derived_from)
         if mode == "update":
-            if conn.executemany(_UPDATE_RECORD, rows).rowcount != len(rows):
+            if conn.executemany(_UPDATE_RECORD_SAME_CONTENT, rows).rowcount != len(rows) and conn.executemany(
+                _UPDATE_RECORD, rows
+            ).rowcount != len(rows):
                 conn.executemany(_UPSERT_RECORD, rows)  # a record missing, or moved: as a replace
                 mode = "replace"
             conn.executemany("DELETE FROM tags WHERE tenant = ? AND id = ?", [(r[0], r[1]) for r in rows])
