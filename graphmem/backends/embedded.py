@@ -498,9 +498,10 @@ class EmbeddedBackend:
                 cites.append((t, source.id, rid))
             derived.extend((t, rid, p) for p in record.derived_from)
         if mode == "update":
-            if conn.executemany(_UPDATE_RECORD_SAME_CONTENT, rows).rowcount != len(rows) and conn.executemany(
-                _UPDATE_RECORD, rows
-            ).rowcount != len(rows):
+            updated = conn.executemany(_UPDATE_RECORD_SAME_CONTENT, rows).rowcount == len(rows)
+            if not updated:  # some content changed (an erase): set every row's hash too
+                updated = conn.executemany(_UPDATE_RECORD, rows).rowcount == len(rows)
+            if not updated:
                 conn.executemany(_UPSERT_RECORD, rows)  # a record missing, or moved: as a replace
                 mode = "replace"
             conn.executemany("DELETE FROM tags WHERE tenant = ? AND id = ?", [(r[0], r[1]) for r in rows])
