@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone
@@ -23,6 +24,8 @@ from graphmem import (
     Status,
     Trust,
 )
+from graphmem.model import Tombstone
+from graphmem.model.base import json_reader, validated
 from tests.conftest import KNOWN, T0
 
 IST = timezone(timedelta(hours=5, minutes=30))
@@ -350,3 +353,45 @@ def test_read_context_round_trip_and_canonical_sets() -> None:
     assert ctx.kinds == (Kind.EPISODIC, Kind.SEMANTIC)
     assert ctx.environment == ("db", "prod")
     assert ReadContext.model_validate_json(ctx.model_dump_json()) == ctx
+
+
+# -- reading stored JSON ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "stored",
+    [
+        record(),
+        record(tags=("billing",), derived_from=("mem-0",), valid_to=T0 + timedelta(days=3)),
+        record(
+            status=Status.ERASED,
+            content="",
+            sources=(),
+            tombstone=Tombstone(at=T0, reason="gdpr", requested_by="dpo"),
+        ),
+    ],
+)
+def test_json_reader_gives_what_model_validate_json_gives(stored: MemoryRecord) -> None:
+    body = stored.model_dump_json()
+    read = json_reader(MemoryRecord)(body)
+    assert read == MemoryRecord.model_validate_json(body) == stored
+    assert read.model_dump_json() == body
+    assert read.model_fields_set == MemoryRecord.model_validate_json(body).model_fields_set
+    assert validated(read)
+
+
+@pytest.mark.parametrize(
+    ("change", "code"),
+    [
+        ({"id": "bad id"}, "invalid_id"),
+        ({"scope": "nope"}, "invalid_scope"),
+        ({"extra": 1}, "invalid_memoryrecord"),
+    ],
+)
+def test_json_reader_refuses_what_model_validate_json_refuses(change: dict[str, Any], code: str) -> None:
+    body = json.dumps({**json.loads(record().model_dump_json()), **change})
+    with pytest.raises(ContractViolation) as expected:
+        MemoryRecord.model_validate_json(body)
+    with pytest.raises(ContractViolation) as info:
+        json_reader(MemoryRecord)(body)
+    assert info.value.code == expected.value.code == code

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from graphmem.backends.base import (
     AddEdge,
@@ -50,6 +50,7 @@ from graphmem.model import (
     Status,
     scope_type,
 )
+from graphmem.model.base import json_reader
 from graphmem.model.canonical import sha256
 
 __all__ = ["EmbeddedBackend"]
@@ -58,6 +59,7 @@ _LEGACY_FILES = ("snapshot.json", "journal.log")
 _KINDS = {k.value: k for k in Kind}
 _STATUSES = {s.value: s for s in Status}
 _ERASED = Status.ERASED.value
+_read_record = json_reader(MemoryRecord)
 
 
 def _dt(value: str | None) -> datetime | None:
@@ -71,8 +73,13 @@ def _micros(value: datetime) -> int:
 _FORGOTTEN = frozenset({Status.REVOKED, Status.RELEASED, Status.ERASED})
 
 
-_Kept = tuple[list[tuple[str, str, str | None, str, str, str | None]], list[tuple[str | None, str, str]]]
-"""Versions an apply keeps (rows of ``versions``) and the records they changed (changed_at)."""
+_Kept = tuple[
+    list[tuple[str | None, str, str | None, str, str]],
+    list[tuple[str, str, str | None, str, str, str | None]],
+    list[tuple[str | None, str, str]],
+]
+"""Versions an apply keeps: those copied from the stored records (until, status, body, tenant,
+id) and those given whole (rows of ``versions``), and the records they changed (changed_at)."""
 
 
 def _marks(n: int) -> str:
@@ -102,6 +109,21 @@ _UPSERT_RECORD = (
     "preconditions = excluded.preconditions, content = excluded.content, embedding = excluded.embedding, "
     "body = excluded.body, known_from = excluded.known_from, embedding_model = excluded.embedding_model"
 )
+# An update keeps the record's scope, sources and parents (``UpdateRecord``): the scope index
+# and the edge tables are not touched, and a row whose scope differs is left to the upsert.
+_UPDATE_RECORD = (
+    "UPDATE records SET kind = ?4, status = ?5, policy = ?6, content_hash = ?7, fingerprint = ?8, "
+    "start = ?9, stop = ?10, recency = ?11, sensitivity = ?12, succeeded = ?13, preconditions = ?14, "
+    "content = ?15, embedding = ?16, body = ?17, known_from = ?18, embedding_model = ?19 "
+    "WHERE tenant = ?1 AND id = ?2 AND scope = ?3"
+)
+# Most updates (a status change) keep the content, and then its hash: not setting it spares
+# the hash index an entry moved at a random place of it for every record.
+_UPDATE_RECORD_SAME_CONTENT = _UPDATE_RECORD.replace("content_hash = ?7, ", "").replace(
+    "AND scope = ?3", "AND scope = ?3 AND content_hash = ?7"
+)
+_Mode = Literal["new", "replace", "update"]
+"""How a batch of records is written: created, upserted, or updated in place (``_put_records``)."""
 _BODY = "SELECT body, fingerprint FROM records"
 # Edge-table lookups join records with CROSS JOIN, which keeps the edge table the outer loop:
 # given ORDER BY r.id, SQLite would otherwise walk every record of the tenant in id order.
@@ -113,6 +135,16 @@ _GATE_COLUMNS = (
     "id, fingerprint, kind, policy, status, start, stop, recency, sensitivity, succeeded, "
     "preconditions, superseded_at, invalidated_at, scope, content, embedding, known_from, changed_at, "
     "embedding_model"
+)
+# Every DERIVED_FROM edge (parent, child) below the stored records of a JSON list of ids,
+# to stored children: the closure a cascade walks, in one statement.
+_CLOSURE = (
+    "WITH RECURSIVE down(id) AS ("
+    "SELECT r.id FROM json_each(?2) j CROSS JOIN records r ON r.tenant = ?1 AND r.id = j.value "
+    "UNION SELECT d.child FROM down CROSS JOIN derived d ON d.tenant = ?1 AND d.parent = down.id "
+    "CROSS JOIN records r ON r.tenant = d.tenant AND r.id = d.child) "
+    "SELECT d.parent, d.child FROM down CROSS JOIN derived d ON d.tenant = ?1 AND d.parent = down.id "
+    "CROSS JOIN records r ON r.tenant = d.tenant AND r.id = d.child"
 )
 _CHANGES = (
     "SELECT label = 'SUPERSEDES', at, recorded FROM lineage "
@@ -304,12 +336,13 @@ class EmbeddedBackend:
                 batch: list[MemoryRecord] = []
                 batched: set[str] = set()
                 events: list[AuditEvent] = []
-                kept: _Kept = ([], [])
-                replacing = False
+                kept: _Kept = ([], [], [])
+                mode: _Mode = "new"
 
                 def flush() -> None:
                     if batch:
-                        self._put_records(conn, batch, replacing)
+                        self._copy_versions(conn, kept)  # before the batch overwrites them
+                        self._put_records(conn, batch, mode)
                         batch.clear()
                         batched.clear()
 
@@ -319,12 +352,14 @@ class EmbeddedBackend:
                         if op.prior is not None and op.prior.fingerprint is None and record.id in batched:
                             flush()  # the version to copy is in the batch: write it first
                         self._keep_version(conn, op, kept)
-                        replace = isinstance(op, UpdateRecord) or op.replace
-                        if replace != replacing:
+                        wanted: _Mode = (
+                            "update" if isinstance(op, UpdateRecord) else "replace" if op.replace else "new"
+                        )
+                        if wanted != mode:
                             flush()
                         batch.append(record)
                         batched.add(record.id)
-                        replacing = replace
+                        mode = wanted
                         if record.status is Status.ERASED or any(
                             s.status == "erased" for s in record.sources
                         ):
@@ -367,21 +402,30 @@ class EmbeddedBackend:
         body = None if prior.record is None else prior.record.model_dump_json()
         if prior.fingerprint is None:
             # The stored record's own fingerprint, copied before the record is overwritten
-            # (its batch is written after this): no hashing of every forgotten record again.
-            conn.execute(
+            # (``_copy_versions``, before its batch is written): no hashing of every forgotten
+            # record again.
+            kept[0].append((until, prior.status.value, body, record.tenant, record.id))
+        else:
+            kept[1].append((record.tenant, record.id, until, prior.status.value, prior.fingerprint, body))
+        if record.status not in _FORGOTTEN:  # a replay sees a forgotten record as it is now
+            kept[2].append((until, record.tenant, record.id))
+
+    @staticmethod
+    def _copy_versions(conn: sqlite3.Connection, kept: _Kept) -> None:
+        """Keep the stored versions ``kept`` names by copying their rows, in one statement."""
+        if kept[0]:
+            conn.executemany(
                 "INSERT INTO versions (tenant, id, until, status, fingerprint, body) "
                 "SELECT tenant, id, ?, ?, fingerprint, ? FROM records WHERE tenant = ? AND id = ? "
                 "ON CONFLICT (tenant, id, until) DO NOTHING",
-                (until, prior.status.value, body, record.tenant, record.id),
+                kept[0],
             )
-        else:
-            kept[0].append((record.tenant, record.id, until, prior.status.value, prior.fingerprint, body))
-        if record.status not in _FORGOTTEN:  # a replay sees a forgotten record as it is now
-            kept[1].append((until, record.tenant, record.id))
+            kept[0].clear()
 
-    @staticmethod
-    def _write_versions(conn: sqlite3.Connection, kept: _Kept) -> None:
-        versions, changed = kept
+    @classmethod
+    def _write_versions(cls, conn: sqlite3.Connection, kept: _Kept) -> None:
+        cls._copy_versions(conn, kept)
+        _, versions, changed = kept
         if versions:
             conn.executemany(
                 "INSERT INTO versions (tenant, id, until, status, fingerprint, body) "
@@ -437,10 +481,11 @@ class EmbeddedBackend:
             "INSERT OR IGNORE INTO scopes (tenant, key) VALUES (?, ?)", [(tenant, k) for k in keys]
         )
 
-    def _put_records(self, conn: sqlite3.Connection, records: Sequence[MemoryRecord], replace: bool) -> None:
+    def _put_records(self, conn: sqlite3.Connection, records: Sequence[MemoryRecord], mode: _Mode) -> None:
         rows: list[tuple[Any, ...]] = []
         tags: list[tuple[str, str, str]] = []
-        sources: list[tuple[str, str, str]] = []
+        # One body per source, the batch's last: what upserting every record's copy in turn leaves.
+        sources: dict[tuple[str, str], Source] = {}
         cites: list[tuple[str, str, str]] = []
         derived: list[tuple[str, str, str]] = []
         for record in records:
@@ -449,10 +494,18 @@ class EmbeddedBackend:
             tags.extend((t, tag, rid) for tag in record.tags)
             for source in record.sources:
                 # Quotes live only in the records that carry them, so erasing a record erases its quotes.
-                sources.append((t, source.id, source.model_dump_json(exclude={"quote"})))
+                sources[t, source.id] = source
                 cites.append((t, source.id, rid))
             derived.extend((t, rid, p) for p in record.derived_from)
-        if replace:
+        if mode == "update":
+            updated = conn.executemany(_UPDATE_RECORD_SAME_CONTENT, rows).rowcount == len(rows)
+            if not updated:  # some content changed (an erase): set every row's hash too
+                updated = conn.executemany(_UPDATE_RECORD, rows).rowcount == len(rows)
+            if not updated:
+                conn.executemany(_UPSERT_RECORD, rows)  # a record missing, or moved: as a replace
+                mode = "replace"
+            conn.executemany("DELETE FROM tags WHERE tenant = ? AND id = ?", [(r[0], r[1]) for r in rows])
+        elif mode == "replace":
             conn.executemany(_UPSERT_RECORD, rows)
             conn.executemany("DELETE FROM tags WHERE tenant = ? AND id = ?", [(r[0], r[1]) for r in rows])
         else:
@@ -473,10 +526,13 @@ class EmbeddedBackend:
         conn.executemany(
             "INSERT INTO sources (tenant, id, body) VALUES (?, ?, ?) "
             "ON CONFLICT (tenant, id) DO UPDATE SET body = excluded.body",
-            sources,
+            [(t, sid, source.model_dump_json(exclude={"quote"})) for (t, sid), source in sources.items()],
         )
-        conn.executemany("INSERT OR IGNORE INTO cites (tenant, source, record) VALUES (?, ?, ?)", cites)
-        conn.executemany("INSERT OR IGNORE INTO derived (tenant, child, parent) VALUES (?, ?, ?)", derived)
+        if mode != "update":  # an update's citations and parents are those stored
+            conn.executemany("INSERT OR IGNORE INTO cites (tenant, source, record) VALUES (?, ?, ?)", cites)
+            conn.executemany(
+                "INSERT OR IGNORE INTO derived (tenant, child, parent) VALUES (?, ?, ?)", derived
+            )
 
     @staticmethod
     def _add_edge(conn: sqlite3.Connection, op: AddEdge) -> None:
@@ -548,7 +604,7 @@ class EmbeddedBackend:
         for body, fingerprint in rows:
             if sha256(body) != fingerprint:
                 raise corrupt_error(str(self.engine.path), ValueError("a record's bytes changed on disk"))
-            out.append(MemoryRecord.model_validate_json(body))
+            out.append(_read_record(body))
         return out
 
     def get(self, tenant: str, record_id: str) -> MemoryRecord | None:
@@ -967,7 +1023,7 @@ class EmbeddedBackend:
                 continue
             if sha256(body) != fingerprint:
                 raise corrupt_error(str(self.engine.path), ValueError(f"version of {record.id!r} altered"))
-            out.append(MemoryRecord.model_validate_json(body))
+            out.append(_read_record(body))
         return out
 
     def kept_fingerprints(self, tenant: str, record_ids: Sequence[str], as_of: datetime) -> dict[str, str]:
@@ -1001,16 +1057,19 @@ class EmbeddedBackend:
     # -- lineage ------------------------------------------------------------
 
     def downstream(self, tenant: str, record_ids: Sequence[str]) -> list[Dependent]:
+        starts = list(dict.fromkeys(record_ids))
         with self._read() as conn:
-            seen = set(record_ids)
+            children: dict[str, list[str]] = {}
+            for parent, child in conn.execute(_CLOSURE, (tenant, json.dumps(starts))):
+                children.setdefault(parent, []).append(child)
+            # Depth first from the last start, each record's children by id: the order the
+            # records fall in, and so the order a forget reports them in.
+            seen = set(starts)
             order: list[str] = []
-            stack = list(self.existing_ids(tenant, record_ids))
+            present = self.existing_ids(tenant, starts)
+            stack = [i for i in starts if i in present]
             while stack:
-                for (child,) in conn.execute(
-                    "SELECT d.child FROM derived d CROSS JOIN records r "
-                    "ON r.tenant = d.tenant AND r.id = d.child WHERE d.tenant = ? AND d.parent = ?",
-                    (tenant, stack.pop()),
-                ):
+                for child in sorted(children.get(stack.pop(), ())):
                     if child not in seen:
                         seen.add(child)
                         order.append(child)
@@ -1018,28 +1077,41 @@ class EmbeddedBackend:
             return self._dependents(tenant, order)
 
     def support_of(self, tenant: str, record_ids: Sequence[str]) -> list[Dependent]:
-        with self._read():
-            present = self.existing_ids(tenant, record_ids)
-            return self._dependents(tenant, [i for i in dict.fromkeys(record_ids) if i in present])
+        return self._dependents(tenant, list(dict.fromkeys(record_ids)))
 
     def _dependents(self, tenant: str, ids: Sequence[str]) -> list[Dependent]:
-        records = self._by_ids(tenant, ids)
+        """The stored records of ``ids`` (in that order; missing ones are left out), each with
+        its parents' states and its own invalidation time: a few statements per 500 records."""
         out: list[Dependent] = []
         with self._read() as conn:
-            for rid in ids:
-                parents = tuple(
-                    ParentState(pid, _STATUSES[status], _dt(sup), _dt(inv))
-                    for pid, status, sup, inv in conn.execute(
-                        "SELECT r.id, r.status, r.superseded_at, r.invalidated_at FROM derived d "
-                        "CROSS JOIN records r ON r.tenant = d.tenant AND r.id = d.parent "
-                        "WHERE d.tenant = ? AND d.child = ? ORDER BY r.id",
-                        (tenant, rid),
+            for at in range(0, len(ids), 500):
+                chunk = ids[at : at + 500]
+                marks = _marks(len(chunk))
+                rows = {
+                    rid: (body, fingerprint, own)
+                    for rid, body, fingerprint, own in conn.execute(
+                        "SELECT id, body, fingerprint, invalidated_at FROM records "
+                        f"WHERE tenant = ? AND id IN ({marks})",
+                        (tenant, *chunk),
                     )
-                )
-                (own,) = conn.execute(
-                    "SELECT invalidated_at FROM records WHERE tenant = ? AND id = ?", (tenant, rid)
-                ).fetchone()
-                out.append(Dependent(records[rid], parents, _dt(own)))
+                }
+                parents: dict[str, list[ParentState]] = {}
+                for child, pid, status, sup, inv in conn.execute(
+                    "SELECT d.child, r.id, r.status, r.superseded_at, r.invalidated_at FROM derived d "
+                    "CROSS JOIN records r ON r.tenant = d.tenant AND r.id = d.parent "
+                    f"WHERE d.tenant = ? AND d.child IN ({marks}) ORDER BY d.child, r.id",
+                    (tenant, *chunk),
+                ):
+                    parents.setdefault(child, []).append(
+                        ParentState(pid, _STATUSES[status], _dt(sup), _dt(inv))
+                    )
+                for rid in chunk:
+                    found = rows.get(rid)
+                    if found is None:
+                        continue
+                    body, fingerprint, own = found
+                    (record,) = self._records_of([(body, fingerprint)])
+                    out.append(Dependent(record, tuple(parents.get(rid, ())), _dt(own)))
         return out
 
     def trace(

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import weakref
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Annotated, Any, ClassVar, Self
+from typing import Annotated, Any, ClassVar, Self, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
-from pydantic_core import PydanticCustomError
+from pydantic_core import PydanticCustomError, SchemaValidator
 
 from graphmem.errors import ContractViolation
 
@@ -20,6 +22,7 @@ __all__ = [
     "ScopeKey",
     "Tenant",
     "holds_personal_data",
+    "json_reader",
     "scope_type",
     "utcnow",
 ]
@@ -210,3 +213,40 @@ class GraphmemModel(BaseModel):
             return made
         except ValidationError as err:
             raise _as_contract_violation(err, cls.__name__, cls._code()) from None
+
+
+_M = TypeVar("_M", bound=GraphmemModel)
+
+
+def _without_custom_init(node: Any) -> Any:
+    if isinstance(node, dict):
+        out = {k: _without_custom_init(v) for k, v in node.items()}
+        if out.get("type") == "model":
+            out["custom_init"] = False
+        return out
+    if isinstance(node, list):
+        return [_without_custom_init(v) for v in node]
+    return node
+
+
+@functools.cache
+def json_reader(cls: type[_M]) -> Callable[[str | bytes], _M]:
+    """``cls.model_validate_json`` at about half the cost, for the JSON a store reads back.
+
+    The same schema and validators, but pydantic no longer routes every model in it
+    (the record, each source, the tombstone) through its Python ``__init__``, which
+    ``GraphmemModel`` overrides only to map errors and track validated instances;
+    here both are done once, for the whole value."""
+    validator = SchemaValidator(_without_custom_init(cls.__pydantic_core_schema__))
+    track = cls._track_validated
+
+    def read(data: str | bytes) -> _M:
+        try:
+            made: _M = validator.validate_json(data)
+        except ValidationError as err:
+            raise _as_contract_violation(err, cls.__name__, cls._code()) from None
+        if track:
+            _VALIDATED[id(made)] = made
+        return made
+
+    return read
