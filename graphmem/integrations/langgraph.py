@@ -71,8 +71,10 @@ Deliberate differences from ``InMemoryStore``
   that of its oldest live item (``InMemoryStore``: of the first put ever).
 * Values go through JSON: non-JSON values raise ``TypeError``; tuples come back
   as lists; object keys come back sorted; the stored value is a deep copy
-  (``InMemoryStore`` keeps a shallow copy of the mapping). A value whose JSON
-  exceeds graphmem's content limit raises ``ContractViolation``.
+  (``InMemoryStore`` keeps a shallow copy of the mapping), and so is the value
+  every read returns (``InMemoryStore`` returns the item it holds: changing it
+  changes what later reads see). A value whose JSON exceeds graphmem's content
+  limit raises ``ContractViolation``.
 * TTL works (``InMemoryStore`` raises ``NotImplementedError``). Expired items
   are omitted from every read at once (``omit_expired`` is always on); there is
   no sweeper — expired records stay stored but are never eligible again; use
@@ -599,14 +601,17 @@ class GraphmemStore(BaseStore):
         inputs: tuple[Candidate, bool],
         ctx: ReadContext,
     ) -> None:
-        """Keep a head read at or after the revision ``_heads_rev`` (``_held_head``)."""
+        """Keep a head read at or after the revision ``_heads_rev`` (``_held_head``), which
+        the gate passed under ``ctx``."""
         if self._heads_rev is None:
             return
         slot = (namespace, entry.key)
         replaced = self._heads.pop(slot, None)
         if replaced is not None:
             self._head_ids.pop(replaced[1].id, None)
-        self._heads[slot] = (ctx, entry, record, inputs[0], inputs[1], _Steady())
+        steady = _Steady()  # the caller found the head eligible under ctx: from there on
+        steady.found(inputs[0], ctx.now, ctx.known_at)
+        self._heads[slot] = (ctx, entry, record, inputs[0], inputs[1], steady)
         self._head_ids[entry.id] = slot
         if len(self._heads) > _DECODED:
             _, (_, evicted, *_) = self._heads.popitem(last=False)
