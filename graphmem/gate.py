@@ -21,6 +21,7 @@ __all__ = [
     "drop_reason",
     "known_ends",
     "run_gate",
+    "steady_until",
     "unknown_at",
     "validity_window",
 ]
@@ -152,6 +153,29 @@ class Candidate:
         if self.changes is None:  # a backend leaves them out when only versions changed since
             return self.superseded_at, self.invalidated_at
         return known_ends(self.changes, as_of)
+
+
+def steady_until(candidate: Candidate, at: datetime) -> datetime | None:
+    """The earliest of the candidate's own times later than ``at`` (None: none is).
+
+    ``drop_reason`` compares a read's ``now`` and knowledge time only with the candidate's
+    times (known from, validity start and end, changed at, lineage ends, kept versions'
+    ends, each change's effect and recording), always as ``x >= t`` or its negation. Each
+    such test is the same for every ``x`` in ``[at, steady_until(candidate, at))``: for a
+    context (everything else the same) whose ``now`` and knowledge time each stay in the
+    interval that began where they were checked, the verdict is the one found there."""
+    times = [
+        candidate.known_from,
+        candidate.start,
+        candidate.end,
+        candidate.changed_at,
+        candidate.superseded_at,
+        candidate.invalidated_at,
+    ]
+    times += [until for until, _, _ in candidate.versions]
+    for _, effect, recorded in candidate.changes or ():
+        times += (effect, recorded)
+    return min((t for t in times if t is not None and t > at), default=None)
 
 
 def validity_window(record: MemoryRecord) -> tuple[datetime | None, datetime | None]:

@@ -159,9 +159,10 @@ def test_langgraph_store_rows_compare_with_in_memory_store(bench_rows: dict[str,
         row = bench_rows[name]
         assert row["namespace_items"] == 40
         assert row["inmemory_latency"]["n"] == row["latency"]["n"] == CONFIG.repeats
-        assert row["ratio_p95"] == pytest.approx(
-            row["latency"]["p95_ms"] / row["inmemory_latency"]["p95_ms"], rel=0.02
-        )
+        # The ratio is of the unrounded percentiles: consistent with the rounded ones.
+        ours, theirs, half = row["latency"]["p95_ms"], row["inmemory_latency"]["p95_ms"], 0.0005
+        assert (ours - half) / (theirs + half) - 0.01 <= row["ratio_p95"]
+        assert row["ratio_p95"] <= (ours + half) / max(theirs - half, 1e-9) + 0.01
         assert row["floor"]["n"] == CONFIG.repeats
         assert row["ratio_to_floor_p50"] > 0
         if name != "lgstore_put":

@@ -25,7 +25,7 @@ from graphmem import (
     Status,
     Trust,
 )
-from graphmem.gate import Candidate, drop_reason
+from graphmem.gate import Candidate, drop_reason, steady_until
 from tests.conftest import KNOWN, T0
 
 H = timedelta(hours=1)
@@ -639,3 +639,67 @@ def test_every_backend_agrees_with_reference_gate(
 ) -> None:
     # The store is shared by the examples; a fresh tenant keeps each example apart.
     check_against_reference(store, f"{tenant}-{uuid.uuid4().hex[:8]}", records, context, invalidated)
+
+
+# -- a verdict holds until the candidate's next time -------------------------------
+
+_MINUTE = timedelta(minutes=1)
+_times = st.integers(0, 12).map(lambda m: T0 + m * _MINUTE)
+_maybe_times = st.none() | st.none() | _times
+_STATUSES = list(Status)
+
+
+@st.composite
+def _candidates(draw: st.DrawFn) -> Candidate:
+    changes = draw(
+        st.none() | st.lists(st.tuples(st.booleans(), _times, _maybe_times), max_size=3).map(tuple)
+    )
+    versions = draw(st.lists(st.tuples(_times, st.sampled_from(_STATUSES), st.just("f0")), max_size=3))
+    recorded = [c[2] for c in changes or () if c[2] is not None] + [v[0] for v in versions]
+    # As ``Candidate.of`` sets it (the latest recorded change), or any time.
+    changed_at = draw(st.just(max(recorded, default=None)) | _maybe_times)
+    return Candidate(
+        record=None,
+        superseded_at=draw(_maybe_times),
+        invalidated_at=draw(_maybe_times),
+        fingerprint="f1",
+        start=draw(_maybe_times),
+        end=draw(_maybe_times),
+        recency=0.0,
+        sensitivity_rank=0,
+        id="r1",
+        kind=Kind.SEMANTIC,
+        tenant="t1",
+        policy="default",
+        status=draw(st.just(Status.ACTIVE) | st.sampled_from(_STATUSES)),
+        succeeded=True,
+        preconditions=frozenset(),
+        known_from=draw(_maybe_times),
+        changed_at=changed_at,
+        changes=changes,
+        versions=tuple(sorted(versions)),
+    )
+
+
+@settings(max_examples=1000, suppress_health_check=[HealthCheck.too_slow])
+@given(_candidates(), st.integers(0, 14 * 60), st.integers(0, 14 * 60), st.booleans(), st.booleans())
+def test_a_verdict_holds_until_the_candidate_s_next_time(
+    candidate: Candidate, now0: int, as0: int, now_last: bool, as_last: bool
+) -> None:
+    """``drop_reason`` is the same for every ``now`` and knowledge time that each stayed in
+    ``[where it was checked, steady_until(candidate, there))``: checked at seconds around
+    the candidate's minutes (on, before and after each of its times), again at the last
+    microsecond of each interval (or a day later when it has no end)."""
+    first_now = T0 - _MINUTE + now0 * _MINUTE / 60
+    first_as = T0 - _MINUTE + as0 * _MINUTE / 60
+    base = ReadContext(tenant="t1", scopes=("workspace:w1",), now=first_now, as_of=first_as)
+    verdict = drop_reason(candidate, base, in_scope=True)
+
+    def last(first: datetime) -> datetime:
+        until = steady_until(candidate, first)
+        return first + 24 * H if until is None else until - timedelta(microseconds=1)
+
+    now = last(first_now) if now_last else first_now
+    as_of = last(first_as) if as_last else first_as
+    later = base.model_copy(update={"now": now, "as_of": as_of})
+    assert drop_reason(candidate, later, in_scope=True) is verdict

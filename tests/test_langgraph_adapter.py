@@ -19,6 +19,8 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -35,6 +37,7 @@ from hypothesis import strategies as st
 from langgraph.store.base import (
     BaseStore,
     GetOp,
+    InvalidNamespaceError,
     Item,
     ListNamespacesOp,
     MatchCondition,
@@ -949,3 +952,81 @@ def test_gets_racing_puts_and_deletes_see_every_acknowledged_write(store: Memory
         t.join(60)
     assert not failures, failures[:5]
     assert sum(len(v) for v in acked.values()) > 10
+
+
+def test_what_a_read_returns_is_the_callers_to_change(store: MemoryStore, tenant: str) -> None:
+    """Changing a value a get or search returned changes neither the store nor what later
+    reads return, held or not."""
+    lg = GraphmemStore(store, tenant)
+    ns = ("users", "carol")
+    lg.put(ns, "a", {"n": 1, "tags": ["x"], "inner": {"m": [1]}})
+    for _ in range(2):  # the read that holds the head, then one served from it
+        got = lg.get(ns, "a")
+        assert got is not None
+        got.value["n"] = 99
+        got.value["tags"].append("y")
+        got.value["inner"]["m"].append(2)
+    [found] = lg.search(ns)
+    found.value["tags"].clear()
+    expected = {"n": 1, "tags": ["x"], "inner": {"m": [1]}}
+    assert lg.get(ns, "a").value == expected  # type: ignore[union-attr]
+    assert lg.search(ns)[0].value == expected
+    assert GraphmemStore(store, tenant).get(ns, "a").value == expected  # type: ignore[union-attr]
+
+
+def test_a_get_refuses_the_namespaces_langgraph_refuses(store: MemoryStore, tenant: str) -> None:
+    lg = GraphmemStore(store, tenant)
+    lg.put(("users", "dave"), "a", {"n": 1})
+    assert lg.get(("users", "dave"), "a") is not None
+    assert lg.get(("users", "dave"), "a") is not None  # held
+    for bad in (("users", "da.ve"), ("users", ""), ("users", "da\x00ve"), ("users", 3), ("users", ["dave"])):
+        with pytest.raises(InvalidNamespaceError):
+            lg.get(bad, "a")  # type: ignore[arg-type]
+    assert lg.get(["users", "dave"], "a") is not None  # type: ignore[arg-type]
+
+
+_OTHER_PROCESS = """
+import json, sys
+from graphmem import ForgetMode, ForgetRequest, MemoryStore
+from graphmem.integrations.langgraph import GraphmemStore
+path, tenant, action = sys.argv[1:4]
+with MemoryStore.embedded(path) as store:
+    lg = GraphmemStore(store, tenant)
+    ns = ("users", "erin")
+    if action == "put":
+        lg.put(ns, "a", json.loads(sys.argv[4]))
+    elif action == "delete":
+        lg.delete(ns, "a")
+    else:
+        for record in store.backend.with_tag(tenant, "langgraph"):
+            store.forget(ForgetRequest(tenant=tenant, target=record.id, mode=ForgetMode.ERASE,
+                                       reason="r", requested_by="u"))
+"""
+
+
+def test_a_held_get_sees_every_write_and_erase_by_another_process(tmp_path: Any, tenant: str) -> None:
+    """Another process puts, deletes and erases while this one holds the item: each get
+    after the other process finished sees its write (nothing held survives it)."""
+    path = tmp_path / "m"
+
+    def other(*args: str) -> None:
+        subprocess.run(
+            [sys.executable, "-c", _OTHER_PROCESS, str(path), tenant, *args], check=True, timeout=120
+        )
+
+    ns = ("users", "erin")
+    with MemoryStore.embedded(path) as mine:
+        lg = GraphmemStore(mine, tenant)
+        lg.put(ns, "a", {"n": 1})
+        for expected in ({"n": 2}, {"n": 3}):
+            assert lg.get(ns, "a") is not None
+            other("put", json.dumps(expected))
+            assert lg.get(ns, "a").value == expected  # type: ignore[union-attr]
+            assert lg.get(ns, "a").value == expected  # type: ignore[union-attr]
+        other("delete")
+        assert lg.get(ns, "a") is None
+        lg.put(ns, "a", {"n": 4})
+        assert lg.get(ns, "a").value == {"n": 4}  # type: ignore[union-attr]
+        other("erase")
+        assert lg.get(ns, "a") is None
+        assert lg.search(ns) == []

@@ -9,6 +9,8 @@ import os
 import random
 import signal
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 import zlib
@@ -520,3 +522,59 @@ def test_revisions_tell_what_changed_or_that_it_is_unknown(
             assert backend.changed_since(before, after) is None  # not this backend's write
     finally:
         backend.close()
+
+
+def _in_another_process(db: Path, script: str) -> None:
+    """Run SQL against the file from a process of its own (plain sqlite3, no graphmem)."""
+    code = (
+        "import sqlite3, sys\n"
+        "conn = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+        "conn.execute('PRAGMA busy_timeout = 5000')\n"
+        "conn.executescript(sys.argv[2])\n"
+        "conn.close()\n"
+    )
+    subprocess.run([sys.executable, "-c", code, str(db), script], check=True, timeout=60)
+
+
+def test_the_write_generation_is_read_again_after_any_commit_by_any_process(
+    tmp_path: Path, tenant: str
+) -> None:
+    """While nothing commits, the generation comes from the wal-index header without a
+    statement (on Linux); a commit by another process, a checkpoint that truncates the WAL
+    and the write that then restarts it are each seen at the next read, whoever wrote."""
+    backend = EmbeddedBackend(tmp_path / "s")
+    engine = backend.engine
+    db = tmp_path / "s" / DB_NAME
+    try:
+        backend.apply([PutRecord(record=_episode(tenant, "a", "one"))])
+        first = engine.generation()
+        statements: list[str] = []
+        engine._connect().set_trace_callback(statements.append)
+        assert [engine.generation() for _ in range(3)] == [first] * 3
+        assert (statements == []) is sys.platform.startswith("linux")
+
+        bump = "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation';"
+        _in_another_process(db, bump)
+        assert engine.generation() == first + 1
+        _in_another_process(db, "PRAGMA wal_checkpoint(TRUNCATE);")
+        assert engine.generation() == first + 1
+        _in_another_process(db, bump)  # the first write after the truncation resets the WAL
+        assert engine.generation() == first + 2
+        _in_another_process(db, bump + bump)
+        assert engine.generation() == first + 4
+        backend.apply([PutRecord(record=_episode(tenant, "b", "two"))])  # this process's own write
+        assert engine.generation() == first + 5
+        seen: list[int] = []
+        thread = threading.Thread(target=lambda: seen.append(engine.generation()))
+        thread.start()
+        thread.join()
+        assert seen == [first + 5]
+
+        statements.clear()
+        with engine.transaction(write=False):  # inside a transaction its snapshot answers
+            assert engine.generation() == first + 5
+        assert "SELECT value FROM meta WHERE key = 'generation'" in statements
+    finally:
+        backend.close()
+    with pytest.raises(BackendUnavailable):
+        engine.generation()

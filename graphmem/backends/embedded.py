@@ -964,8 +964,9 @@ class EmbeddedBackend:
     def revision(self) -> tuple[int, int]:
         """Changes whenever the store may have changed: (rolled-back write transactions of
         this backend, the store's write generation, which every committed write counts on
-        every connection of every process). One cheap statement: callers keep what they read
-        under it, and ask ``changed_since`` what a newer one changed."""
+        every connection of every process). Cheap (a memory read while nothing committed,
+        else one statement: ``Engine.generation``): callers keep what they read under it,
+        and ask ``changed_since`` what a newer one changed."""
         return self._epoch, self.engine.generation()
 
     def after_commit(self, step: Callable[[], None]) -> None:

@@ -11,8 +11,11 @@ operations take turns on it.
 
 from __future__ import annotations
 
+import ctypes
 import json
+import os
 import sqlite3
+import sys
 import threading
 from array import array
 from collections.abc import Callable, Iterator
@@ -40,6 +43,7 @@ had an ``embedding_model`` column (the column is added; its records name no mode
 
 _SCHEMA = sql("schema")
 _GENERATION = "SELECT value FROM meta WHERE key = 'generation'"
+_WAL_HEADER = 96  # the wal-index header: two copies of 48 bytes, at the start of the -shm file
 
 
 RECORD_ROW = (
@@ -119,6 +123,30 @@ def _is_corruption(err: sqlite3.DatabaseError) -> bool:
     return "malformed" in text or "not a database" in text or "corrupt" in text
 
 
+def _shm_mapping(path: Path | None) -> int:
+    """The address at which this process maps the start of ``path``'s ``-shm`` file (SQLite's
+    wal-index), from ``/proc/self/maps``; 0 when there is not exactly one such mapping of
+    at least the header (then nothing is read through it)."""
+    if path is None:
+        return 0
+    try:
+        info = os.stat(os.path.realpath(path) + "-shm")
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            lines = maps.read().splitlines()
+    except OSError:
+        return 0
+    device = f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}"
+    found: list[int] = []
+    for line in lines:
+        fields = line.split(maxsplit=5)
+        if len(fields) < 6 or fields[3] != device or fields[4] != str(info.st_ino):
+            continue
+        low, high = (int(x, 16) for x in fields[0].split("-"))
+        if int(fields[2], 16) == 0 and fields[1].startswith("r") and high - low >= _WAL_HEADER:
+            found.append(low)
+    return found[0] if len(found) == 1 else 0
+
+
 class _ThreadState(threading.local):
     conn: sqlite3.Connection | None = None
     depth: int = 0
@@ -143,6 +171,13 @@ class Engine:
         self._writers = threading.Lock() if path is not None else None
         self._shared: sqlite3.Connection | None = None
         self.closed = False
+        # SQLite's mapping of this file's wal-index header in the process (looked for at the
+        # first generation read; None where there is none to use), and the generation read
+        # when it last held given bytes.
+        self._shm_sought = path is None or sys.platform != "linux"
+        self._shm: ctypes.Array[ctypes.c_char] | None = None
+        self._shm_lock = threading.Lock()
+        self._seen: tuple[bytes, int] | None = None
         self.rolled_back: Callable[[], None] | None = None  # told before a write transaction rolls back
         conn = self._connect()
         try:
@@ -338,7 +373,18 @@ class Engine:
 
     def generation(self) -> int:
         """The store's write generation: one more for every committed write (``bump``), the
-        same number on every connection of every process."""
+        same number on every connection of every process.
+
+        Outside a transaction it costs a memory read while nothing committed since the last
+        read: every commit to a WAL database, by any connection of any process, rewrites the
+        wal-index header (its change counter and last frame; a WAL reset its salts) before
+        it returns, so while the header holds the bytes seen before the generation was last
+        read, that generation is current. Otherwise, and inside a transaction (whose
+        snapshot answers), one statement."""
+        header = self._wal_header()
+        seen = self._seen
+        if header is not None and seen is not None and seen[0] == header:
+            return seen[1]
         if self.path is None:
             with self.transaction(write=False) as conn:
                 row = conn.execute(_GENERATION).fetchone()
@@ -349,7 +395,30 @@ class Engine:
             except sqlite3.DatabaseError:
                 with self._guard():
                     raise
-        return 0 if row is None else int(row[0])
+        value = 0 if row is None else int(row[0])
+        # Only a header read whole (its two copies agree, once initialised): read before the
+        # statement, so a commit between the two leaves it stale and the next call reads again.
+        if header is not None and header[:48] == header[48:] and header[12] == 1:
+            self._seen = (header, value)
+        return value
+
+    def _wal_header(self) -> bytes | None:
+        """The wal-index header as SQLite's own mapping of the ``-shm`` file holds it now;
+        None inside a transaction, in memory, or where the mapping cannot be found.
+
+        The mapping is read in place (no descriptor of ours: closing one would drop the
+        process's POSIX locks on the file). It lives while any connection of this process
+        has the file open: this engine keeps one open until ``close``, which takes it away
+        under the same lock first."""
+        if self._local.depth or (self._shm_sought and self._shm is None):
+            return None
+        with self._shm_lock:
+            if not self._shm_sought and not self.closed:
+                self._connect()  # the file is open and in WAL mode: SQLite has mapped it
+                at = _shm_mapping(self.path)
+                self._shm = (ctypes.c_char * _WAL_HEADER).from_address(at) if at else None
+                self._shm_sought = True
+            return None if self._shm is None else self._shm.raw
 
     @staticmethod
     def bump(conn: sqlite3.Connection) -> int:
@@ -384,7 +453,9 @@ class Engine:
         return not busy
 
     def close(self) -> None:
-        self.closed = True
+        with self._shm_lock:  # no header read runs on (or after) the connections closing
+            self.closed = True
+            self._shm, self._shm_sought = None, True
         with self._all_lock:
             conns, self._all = self._all, []
         for conn in conns:

@@ -71,8 +71,10 @@ Deliberate differences from ``InMemoryStore``
   that of its oldest live item (``InMemoryStore``: of the first put ever).
 * Values go through JSON: non-JSON values raise ``TypeError``; tuples come back
   as lists; object keys come back sorted; the stored value is a deep copy
-  (``InMemoryStore`` keeps a shallow copy of the mapping). A value whose JSON
-  exceeds graphmem's content limit raises ``ContractViolation``.
+  (``InMemoryStore`` keeps a shallow copy of the mapping), and so is the value
+  every read returns (``InMemoryStore`` returns the item it holds: changing it
+  changes what later reads see). A value whose JSON exceeds graphmem's content
+  limit raises ``ContractViolation``.
 * TTL works (``InMemoryStore`` raises ``NotImplementedError``). Expired items
   are omitted from every read at once (``omit_expired`` is always on); there is
   no sweeper — expired records stay stored but are never eligible again; use
@@ -127,7 +129,7 @@ from graphmem._core import transactional
 from graphmem.backends.base import AppendAudit, Backend, PutRecord
 from graphmem.backends.base import Op as GraphOp
 from graphmem.errors import ContractViolation
-from graphmem.gate import Candidate, drop_reason
+from graphmem.gate import Candidate, drop_reason, steady_until
 from graphmem.model import (
     AuditEvent,
     DropReason,
@@ -257,6 +259,53 @@ class _Entry:
         return canonical_json(envelope)
 
 
+def _valid_labels(namespace: tuple[Any, ...]) -> bool:
+    """Whether LangGraph accepts the namespace's labels (``BaseStore.get`` raises for others)."""
+    return all(
+        type(label) is str and label and "." not in label and "\x00" not in label for label in namespace
+    )
+
+
+def _copied(value: Any) -> Any:
+    """A JSON value copied all the way down: what a read hands out is the caller's to change,
+    never what the adapter holds."""
+    kind = type(value)
+    if kind is dict:
+        return {k: v if type(v) not in _NESTED else _copied(v) for k, v in value.items()}
+    if kind is list:
+        return [v if type(v) not in _NESTED else _copied(v) for v in value]
+    return value
+
+
+_NESTED = (dict, list)
+
+
+@dataclass(slots=True)
+class _Steady:
+    """The times through which a held head's gate verdict (eligible) was last found to hold:
+    ``now`` in ``[now_from, now_until)`` and the knowledge time in ``[as_of_from,
+    as_of_until)`` (``steady_until``; None: no end). Empty until first found."""
+
+    now_from: datetime | None = None
+    now_until: datetime | None = None
+    as_of_from: datetime | None = None
+    as_of_until: datetime | None = None
+
+    def holds(self, now: datetime, as_of: datetime) -> bool:
+        return (
+            self.now_from is not None
+            and self.as_of_from is not None
+            and self.now_from <= now
+            and (self.now_until is None or now < self.now_until)
+            and self.as_of_from <= as_of
+            and (self.as_of_until is None or as_of < self.as_of_until)
+        )
+
+    def found(self, candidate: Candidate, now: datetime, as_of: datetime) -> None:
+        self.now_from, self.now_until = now, steady_until(candidate, now)
+        self.as_of_from, self.as_of_until = as_of, steady_until(candidate, as_of)
+
+
 def _version_prefix(namespace: Namespace, key: str, digest: Callable[[str], str] = _sha256) -> str:
     """Every version id of one item starts with this (``lg-<digest>-<seq>``)."""
     return f"lg-{digest(canonical_json([list(namespace), key]))[:32]}-"
@@ -337,12 +386,14 @@ class GraphmemStore(BaseStore):
         self._linked: set[Namespace] = set()
         self._decoded: OrderedDict[str, _Entry | None] = OrderedDict()
         # (namespace, key) -> (its read context's base, head entry, record, gate candidate, in
-        # scope), all read at or after revision _heads_rev; _head_ids: the record id of each
+        # scope, the times its verdict was last found to hold through), all read at or after
+        # revision _heads_rev; _head_ids: the record id of each
         self._heads: OrderedDict[
-            tuple[Namespace, str], tuple[ReadContext, _Entry, MemoryRecord, Candidate, bool]
+            tuple[Namespace, str], tuple[ReadContext, _Entry, MemoryRecord, Candidate, bool, _Steady]
         ] = OrderedDict()
         self._head_ids: dict[str, tuple[Namespace, str]] = {}
         self._heads_rev: Any = None
+        self._valid: set[Namespace] = set()  # namespaces whose labels LangGraph accepts
 
     @property
     def backend(self) -> Backend:
@@ -390,11 +441,43 @@ class GraphmemStore(BaseStore):
                     results.append(None)
                 else:
                     raise ValueError(f"Unknown operation type: {type(op)}")
-            queries = self._embed_queries([op for _, op in searches])
-            for i, op in searches:
-                results[i] = self._search(op, queries.get(op.query or ""))
-            self._apply_puts(puts)
+            if searches:
+                queries = self._embed_queries([op for _, op in searches])
+                for i, op in searches:
+                    results[i] = self._search(op, queries.get(op.query or ""))
+            if puts:
+                self._apply_puts(puts)
             return results
+
+    def get(self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None) -> Item | None:
+        """``BaseStore.get``; an item held since the store's last change (``_held_head``) is
+        answered here, without the batch around one read."""
+        if type(namespace) is tuple and type(key) is str and self._accepted(namespace):
+            if refresh_ttl is None:
+                refresh = True if self.ttl_config is None else self.ttl_config.get("refresh_on_read", True)
+            else:
+                refresh = refresh_ttl
+            with self._lock:
+                held = self._held_head(namespace, key, bool(refresh))
+            if isinstance(held, Item):
+                return held
+            if held is False:
+                return None
+        return super().get(namespace, key, refresh_ttl=refresh_ttl)
+
+    def _accepted(self, namespace: tuple[Any, ...]) -> bool:
+        """Whether LangGraph accepts the namespace's labels (remembered once checked)."""
+        try:
+            if namespace in self._valid:
+                return True
+        except TypeError:  # an unhashable label
+            return False
+        if not _valid_labels(namespace):
+            return False
+        if len(self._valid) >= _DECODED:
+            self._valid.clear()
+        self._valid.add(namespace)
+        return True
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """``batch`` in a worker thread, so the event loop never waits on the backend."""
@@ -482,24 +565,28 @@ class GraphmemStore(BaseStore):
 
         A backend with ``revision()``, ``changed_since()`` and ``gate_input()`` (the embedded
         store) lets a get skip both reads: while no write touched the item, its versions and
-        the gate's inputs are what they were, and the gate's verdict is recomputed for the
-        time now.
+        the gate's inputs are what they were. The gate's verdict is for the time now: the
+        one found last holds while now and the knowledge time stay short of the candidate's
+        next time after where it was found (``steady_until``), else it is found again.
         """
         if not self._sync_heads():
             return None
         held = self._heads.get((namespace, key))
         if held is None:
             return None
-        base, entry, record, candidate, in_scope = held
+        base, entry, record, candidate, in_scope, steady = held
         if refresh and entry.ttl is not None:
             return None  # a TTL refresh writes: the slow path does it in one transaction
         now = self.clock()
-        # The context of the read that held it, at the time now (its fields are validated).
-        ctx = base.model_copy(update={"now": now, "as_of": max(now, self.store.clock())})
-        if drop_reason(candidate, ctx, in_scope) is not None:
-            return False
+        as_of = now if self.clock is self.store.clock else max(now, self.store.clock())
+        if not steady.holds(now, as_of):
+            # The context of the read that held it, at the time now (its fields are validated).
+            ctx = base.model_copy(update={"now": now, "as_of": as_of})
+            if drop_reason(candidate, ctx, in_scope) is not None:
+                return False
+            steady.found(candidate, now, as_of)
         return Item(
-            value=entry.value,
+            value=_copied(entry.value),
             key=entry.key,
             namespace=entry.namespace,
             created_at=record.created_at,
@@ -514,14 +601,17 @@ class GraphmemStore(BaseStore):
         inputs: tuple[Candidate, bool],
         ctx: ReadContext,
     ) -> None:
-        """Keep a head read at or after the revision ``_heads_rev`` (``_held_head``)."""
+        """Keep a head read at or after the revision ``_heads_rev`` (``_held_head``), which
+        the gate passed under ``ctx``."""
         if self._heads_rev is None:
             return
         slot = (namespace, entry.key)
         replaced = self._heads.pop(slot, None)
         if replaced is not None:
             self._head_ids.pop(replaced[1].id, None)
-        self._heads[slot] = (ctx, entry, record, inputs[0], inputs[1])
+        steady = _Steady()  # the caller found the head eligible under ctx: from there on
+        steady.found(inputs[0], ctx.now, ctx.known_at)
+        self._heads[slot] = (ctx, entry, record, inputs[0], inputs[1], steady)
         self._head_ids[entry.id] = slot
         if len(self._heads) > _DECODED:
             _, (_, evicted, *_) = self._heads.popitem(last=False)
@@ -608,7 +698,7 @@ class GraphmemStore(BaseStore):
         found = self._records([head[0]], True) if refresh and head[0].ttl is not None else [head]
         for entry, record in found:
             return Item(
-                value=entry.value,
+                value=_copied(entry.value),
                 key=entry.key,
                 namespace=entry.namespace,
                 created_at=record.created_at,
@@ -641,7 +731,7 @@ class GraphmemStore(BaseStore):
             SearchItem(
                 namespace=entry.namespace,
                 key=entry.key,
-                value=entry.value,
+                value=_copied(entry.value),
                 created_at=found[entry.id].created_at,
                 updated_at=found[entry.id].created_at,
                 score=score,
