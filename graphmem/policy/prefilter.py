@@ -278,11 +278,11 @@ class Literals:
 
     def __init__(self, text: str, *, index: bool = True, base: Literals | None = None) -> None:
         self.text = text
+        self._known: int = 0 if index else -1  # -1: no index, clauses are looked up one by one
         # A text this one mostly equals (another view of the same input): only the difference is indexed.
         self._base = base if index and base is not None and base._known >= 0 else None
         self._signature: frozenset[str] | None = None
         self._sat = 0  # the bits of the clauses the text may satisfy, of the first _known compiled
-        self._known = 0 if index else -1  # -1: no index, clauses are looked up one by one
         self._seen: dict[_Need, bool] = {}
         self._lowered: Literals | None = None
 
@@ -396,8 +396,9 @@ class Prefiltered:
         except KeyError:
             pass
         active = tuple(i for i, mask in enumerate(self._masks) if key & mask == mask)
-        pattern = self._compiled.get(active, False)
-        if pattern is False:
+        if active in self._compiled:
+            pattern = self._compiled[active]
+        else:
             pattern = (
                 re.compile("|".join(f"(?:{self.alternatives[i]})" for i in active), self.flags)
                 if active
