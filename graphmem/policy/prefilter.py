@@ -268,10 +268,11 @@ class Literals:
 
     With ``index`` (for many patterns, such as the poisoning rules) the text's characters and
     three-character substrings are collected once, and every compiled clause is answered in one
-    pass: a clause may be satisfied if one of its literals has all its three-character substrings
-    (a short one: all its characters) in the text. That can say yes for a literal the text lacks
-    (an alternative kept for nothing), never no for one it has. Without ``index`` (a few patterns)
-    each literal is searched for directly.
+    pass: a literal is searched for only if all its three-character substrings (a short one: all
+    its characters) are in the text. A text that mostly equals another one (``base``) is indexed
+    only where it differs, and may then be said to satisfy a clause only the base satisfies (an
+    alternative kept for nothing), never not to satisfy one it does. Without ``index`` (a few
+    patterns) each literal is searched for directly.
     """
 
     __slots__ = ("_base", "_known", "_lowered", "_sat", "_seen", "_signature", "text")
@@ -313,13 +314,16 @@ class Literals:
             signature = self._signature = _text_signature(self.text)
         sat = self._sat
         if self._known == 0:
+            contains = self.text.__contains__
             for key in signature.intersection(_BY_KEY):
-                for literal_signature, bits in _BY_KEY[key].values():
-                    if bits & ~sat and literal_signature <= signature:
+                for literal, (literal_signature, bits) in _BY_KEY[key].items():
+                    # The signature rules most literals out; the few left are looked up.
+                    if bits & ~sat and literal_signature <= signature and contains(literal):
                         sat |= bits
         else:
+            contains = self.text.__contains__
             for need in _NEED_LIST[self._known : total]:
-                if any(s <= signature for s in need.signatures):
+                if any(map(contains, need.literals)):
                     sat |= need.bit
         self._sat, self._known = sat, total
         return sat
