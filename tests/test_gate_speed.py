@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from graphmem.eval.gate_data import bipia_lines, default_bipia_dir, jsonl_lines
+from graphmem.policy import prefilter as prefilter_mod
 from graphmem.policy import text as text_mod
 from graphmem.policy.detector import load_detector
 from graphmem.policy.poisoning import concealed_findings, scan_poisoning
@@ -382,3 +383,19 @@ def test_a_clause_compiled_after_a_text_was_indexed_is_still_looked_up() -> None
     assert Prefiltered((r"\bignore",)).narrowed(literals) is not None
     late = Prefiltered((r"\bzebra-crossing\w*",))
     assert late.narrowed(literals) is not None
+
+
+def _present(text: str) -> int:
+    return sum(n.bit for n in prefilter_mod._NEED_LIST if any(s in text for s in n.literals))
+
+
+@settings(max_examples=200, deadline=None)
+@given(_mixed, st.integers(0, 400), st.integers(0, 30), _mixed)
+def test_a_view_indexed_from_the_one_before_keeps_every_clause_it_has(
+    text: str, at: int, cut: int, insert: str
+) -> None:
+    base = Literals(text)
+    edited = text[:at] + insert[: cut % 8] + text[at + cut % 5 :]
+    for literals in (Literals(edited), Literals(edited, base=base)):
+        present = _present(edited)
+        assert literals.satisfied(()) & present == present

@@ -50,6 +50,7 @@ def _scan(
 ) -> list[tuple[PoisonFinding, int]]:
     seen: set[str] = set()
     found: list[tuple[PoisonFinding, int]] = []
+    previous: Literals | None = None
     for view in all_views:
         if view.text in seen:
             continue
@@ -58,9 +59,11 @@ def _scan(
         if not reference:
             literals = shared.get(view.text) if shared is not None else None
             if literals is None:
-                literals = Literals(view.text)
+                # Views of one text mostly equal the one before: only what differs is indexed anew.
+                literals = Literals(view.text, base=previous)
                 if shared is not None:
                     shared[view.text] = literals
+            previous = literals
         for rule in RULES:
             n = _count(rule, view.text, literals)
             if n:

@@ -185,28 +185,43 @@ def _ascii_requirements(pattern: str, flags: int) -> tuple[Clause, ...]:
     return tuple(clauses)
 
 
-class _Need:
-    """One clause, compiled: its literals by their first three characters, and those shorter."""
+def _signature(literal: str) -> frozenset[str]:
+    """What a text containing ``literal`` contains too: its three-character substrings (its
+    characters, if shorter)."""
+    if len(literal) < 3:
+        return frozenset(literal)
+    return frozenset(literal[k : k + 3] for k in range(len(literal) - 2))
 
-    __slots__ = ("by_gram", "grams", "literals", "serial", "short")
+
+class _Need:
+    """One clause, compiled: its literals' signatures; ``bit`` stands for it in a set of clauses."""
+
+    __slots__ = ("bit", "literals", "serial", "signatures")
 
     def __init__(self, clause: Clause) -> None:
-        by_gram: dict[str, list[str]] = {}
-        for s in sorted(clause):
-            if len(s) >= 3:
-                by_gram.setdefault(s[:3], []).append(s)
-        self.by_gram = {g: tuple(v) for g, v in by_gram.items()}
-        self.grams = frozenset(by_gram)
-        self.short = tuple(s for s in clause if len(s) < 3)
         self.literals = tuple(sorted(clause))
+        self.signatures = tuple(_signature(s) for s in self.literals)
         self.serial = len(_NEEDS)  # compiled clauses are numbered in order
+        self.bit = 1 << self.serial
 
 
 _NEEDS: dict[Clause, _Need] = {}
+_NEED_LIST: list[_Need] = []
+_LONGEST = [1]  # the length of the longest literal compiled
 
 
-# Every compiled clause by the first three characters of its literals.
-_BY_GRAM: dict[str, list[_Need]] = {}
+# Every literal of a compiled clause, by one element of its signature (the one of the least common
+# letters, so that few literals are tried on a text): (its signature, the bits of its clauses).
+_BY_KEY: dict[str, dict[str, tuple[frozenset[str], int]]] = {}
+_COMMON = " etaoinsrhldcum"  # ordinary text's most frequent characters, most frequent first
+
+
+def _rarity(gram: str) -> tuple[int, str]:
+    return (sum(len(_COMMON) - _COMMON.index(c) if c in _COMMON else 0 for c in gram), gram)
+
+
+def _key(signature: frozenset[str]) -> str:
+    return min(signature, key=_rarity)
 
 
 def _compiled_needs(clauses: Iterable[Clause]) -> tuple[_Need, ...]:
@@ -216,63 +231,123 @@ def _compiled_needs(clauses: Iterable[Clause]) -> tuple[_Need, ...]:
         need = _NEEDS.get(clause)
         if need is None:
             need = _NEEDS[clause] = _Need(clause)
-            for gram in need.grams:
-                _BY_GRAM.setdefault(gram, []).append(need)
+            _NEED_LIST.append(need)
+            _LONGEST[0] = max(_LONGEST[0], *map(len, need.literals))
+            for literal, signature in zip(need.literals, need.signatures, strict=True):
+                by_literal = _BY_KEY.setdefault(_key(signature), {})
+                _, bits = by_literal.get(literal, (signature, 0))
+                by_literal[literal] = (signature, bits | need.bit)
         out.append(need)
     return tuple(out)
 
 
-class Literals:
-    """Which of a clause's literals one text contains, each clause answered once.
+def _text_signature(text: str) -> frozenset[str]:
+    return frozenset(map("".join, zip(text, text[1:], text[2:], strict=False))).union(text)
 
-    With ``index`` (for many patterns, such as the poisoning rules) the text's three-character
-    substrings are indexed first, and a literal is searched for only if its first three
-    characters occur; without it (a few patterns) each literal is searched for directly.
+
+def _common_prefix(a: str, b: str) -> int:
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:  # a[:lo] == b[:lo]; find the longest such lo
+        mid = (lo + hi + 1) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _changed(a: str, b: str) -> tuple[int, int]:
+    """``(start, end)``: ``b`` is ``a`` with ``b[start:end]`` in place of some span of ``a``."""
+    start = _common_prefix(a, b)
+    end = len(b) - _common_prefix(a[start:][::-1], b[start:][::-1])
+    return start, end
+
+
+class Literals:
+    """Which clauses one text may satisfy, each clause answered once.
+
+    With ``index`` (for many patterns, such as the poisoning rules) the text's characters and
+    three-character substrings are collected once, and every compiled clause is answered in one
+    pass: a literal is searched for only if all its three-character substrings (a short one: all
+    its characters) are in the text. A text that mostly equals another one (``base``) is indexed
+    only where it differs, and may then be said to satisfy a clause only the base satisfies (an
+    alternative kept for nothing), never not to satisfy one it does. Without ``index`` (a few
+    patterns) each literal is searched for directly.
     """
 
-    __slots__ = ("_candidates", "_grams", "_index", "_known", "_lowered", "_seen", "text")
+    __slots__ = ("_base", "_known", "_lowered", "_sat", "_seen", "_signature", "text")
 
-    def __init__(self, text: str, *, index: bool = True) -> None:
+    def __init__(self, text: str, *, index: bool = True, base: Literals | None = None) -> None:
         self.text = text
-        self._index = index
-        self._grams: set[str] | None = None
-        self._candidates: set[_Need] = set()
-        self._known = 0  # clauses compiled before the candidates were listed
+        self._known: int = 0 if index else -1  # -1: no index, clauses are looked up one by one
+        # A text this one mostly equals (another view of the same input): only the difference is indexed.
+        self._base = base if index and base is not None and base._known >= 0 else None
+        self._signature: frozenset[str] | None = None
+        self._sat = 0  # the bits of the clauses the text may satisfy, of the first _known compiled
         self._seen: dict[_Need, bool] = {}
         self._lowered: Literals | None = None
 
     def lowered(self) -> Literals | None:
         """The same for the lowered text, if the text is ASCII (else ``None``: case is not plain)."""
         if self._lowered is None and self.text.isascii():
-            self._lowered = Literals(self.text.lower(), index=self._index)
+            self._lowered = Literals(self.text.lower(), index=self._known >= 0)
         return self._lowered
 
-    def _may(self, need: _Need) -> bool:
+    def _indexed(self) -> int:
+        """The bits of every compiled clause the text may satisfy (clauses compiled since included)."""
+        total = len(_NEED_LIST)
+        if self._known == total:
+            return self._sat
+        if self._known == 0 and (base := self._base) is not None:
+            self._base = None
+            start, end = _changed(base.text, self.text)
+            if 4 * (end - start) < len(self.text):
+                # A literal in this text lies in the part it shares with the base text (so the
+                # base has it) or overlaps the changed part, within a literal's length of it.
+                margin = _LONGEST[0] - 1
+                window = Literals(self.text[max(0, start - margin) : end + margin])
+                self._sat = base._indexed() | window._indexed()
+                self._known = total
+                return self._sat
+        signature = self._signature
+        if signature is None:
+            signature = self._signature = _text_signature(self.text)
+        sat = self._sat
+        if self._known == 0:
+            contains = self.text.__contains__
+            for key in signature.intersection(_BY_KEY):
+                for literal, (literal_signature, bits) in _BY_KEY[key].items():
+                    # The signature rules most literals out; the few left are looked up.
+                    if bits & ~sat and literal_signature <= signature and contains(literal):
+                        sat |= bits
+        else:
+            contains = self.text.__contains__
+            for need in _NEED_LIST[self._known : total]:
+                if any(map(contains, need.literals)):
+                    sat |= need.bit
+        self._sat, self._known = sat, total
+        return sat
+
+    def satisfied(self, needs: Iterable[_Need]) -> int:
+        """The bits of those of ``needs`` the text may satisfy."""
+        if self._known >= 0:
+            return self._indexed()
         contains = self.text.__contains__
-        if not self._index:
-            found = self._seen[need] = any(map(contains, need.literals))
-            return found
-        if self._grams is None:
-            t = self.text
-            self._grams = set(map("".join, zip(t, t[1:], t[2:], strict=False)))
-            # The clauses one of whose literals starts with a three characters of the text.
-            self._candidates = {n for g in self._grams.intersection(_BY_GRAM) for n in _BY_GRAM[g]}
-            self._known = len(_NEEDS)
-        found = any(map(contains, need.short)) or (
-            (need in self._candidates or need.serial >= self._known)
-            and any(any(map(contains, need.by_gram[g])) for g in need.grams.intersection(self._grams))
-        )
-        self._seen[need] = found
-        return found
+        seen = self._seen
+        sat = 0
+        for need in needs:
+            found = seen.get(need)
+            if found is None:
+                found = seen[need] = any(map(contains, need.literals))
+            if found:
+                sat |= need.bit
+        return sat
 
     def may_satisfy(self, needs: Iterable[_Need]) -> bool:
         """False if some clause has no literal in the text (so nothing needing it can match)."""
-        seen = self._seen
-        for need in needs:
-            found = seen.get(need)
-            if not (self._may(need) if found is None else found):
-                return False
-        return True
+        needs = tuple(needs)
+        mask = sum(n.bit for n in set(needs))
+        return self.satisfied(needs) & mask == mask
 
 
 _MAX_NARROWED = 512
@@ -286,9 +361,13 @@ class Prefiltered:
     flags: int = 0
     _needs: tuple[tuple[_Need, ...], ...] = field(init=False, repr=False)
     _ignorecase: bool = field(init=False, repr=False)
+    _masks: tuple[int, ...] = field(init=False, repr=False)
+    _union: tuple[_Need, ...] = field(init=False, repr=False)
+    _union_mask: int = field(init=False, repr=False)
     _compiled: dict[tuple[int, ...], re.Pattern[str] | None] = field(
         init=False, repr=False, default_factory=dict
     )
+    _by_satisfied: dict[int, re.Pattern[str] | None] = field(init=False, repr=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_ignorecase", bool(self.flags & re.IGNORECASE))
@@ -297,6 +376,10 @@ class Prefiltered:
         else:
             needs = tuple(_compiled_needs(requirements(a, self.flags)) for a in self.alternatives)
         object.__setattr__(self, "_needs", needs)
+        # An alternative is kept when the text may satisfy every clause of it (all its bits).
+        object.__setattr__(self, "_masks", tuple(sum(n.bit for n in set(ns)) for ns in needs))
+        object.__setattr__(self, "_union", tuple({n: None for ns in needs for n in ns}))
+        object.__setattr__(self, "_union_mask", sum(n.bit for n in self._union))
 
     @property
     def pattern(self) -> re.Pattern[str]:
@@ -310,19 +393,25 @@ class Prefiltered:
             if lowered is None:
                 return self.pattern
             literals = lowered
-        may = literals.may_satisfy
-        active = tuple(i for i, needs in enumerate(self._needs) if may(needs))
+        # Texts that satisfy the same of this alternation's clauses get the same alternatives.
+        key = literals.satisfied(self._union) & self._union_mask
         try:
-            return self._compiled[active]
+            return self._by_satisfied[key]
         except KeyError:
             pass
-        pattern = (
-            re.compile("|".join(f"(?:{self.alternatives[i]})" for i in active), self.flags)
-            if active
-            else None
-        )
-        if len(self._compiled) < _MAX_NARROWED:
-            self._compiled[active] = pattern
+        active = tuple(i for i, mask in enumerate(self._masks) if key & mask == mask)
+        if active in self._compiled:
+            pattern = self._compiled[active]
+        else:
+            pattern = (
+                re.compile("|".join(f"(?:{self.alternatives[i]})" for i in active), self.flags)
+                if active
+                else None
+            )
+            if len(self._compiled) < _MAX_NARROWED:
+                self._compiled[active] = pattern
+        if len(self._by_satisfied) < _MAX_NARROWED:
+            self._by_satisfied[key] = pattern
         return pattern
 
     def finditer(self, text: str, literals: Literals | None = None) -> Iterator[re.Match[str]]:
