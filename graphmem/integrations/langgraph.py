@@ -119,6 +119,8 @@ from langgraph.store.base import (
     SearchItem,
     SearchOp,
     TTLConfig,
+    _ensure_refresh,
+    _validate_namespace_labels,
     ensure_embeddings,
     get_text_at_path,
     tokenize_path,
@@ -259,13 +261,6 @@ class _Entry:
         return canonical_json(envelope)
 
 
-def _valid_labels(namespace: tuple[Any, ...]) -> bool:
-    """Whether LangGraph accepts the namespace's labels (``BaseStore.get`` raises for others)."""
-    return all(
-        type(label) is str and label and "." not in label and "\x00" not in label for label in namespace
-    )
-
-
 def _copied(value: Any) -> Any:
     """A JSON value copied all the way down: what a read hands out is the caller's to change,
     never what the adapter holds."""
@@ -393,7 +388,6 @@ class GraphmemStore(BaseStore):
         ] = OrderedDict()
         self._head_ids: dict[str, tuple[Namespace, str]] = {}
         self._heads_rev: Any = None
-        self._valid: set[Namespace] = set()  # namespaces whose labels LangGraph accepts
 
     @property
     def backend(self) -> Backend:
@@ -452,32 +446,15 @@ class GraphmemStore(BaseStore):
     def get(self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None) -> Item | None:
         """``BaseStore.get``; an item held since the store's last change (``_held_head``) is
         answered here, without the batch around one read."""
-        if type(namespace) is tuple and type(key) is str and self._accepted(namespace):
-            if refresh_ttl is None:
-                refresh = True if self.ttl_config is None else self.ttl_config.get("refresh_on_read", True)
-            else:
-                refresh = refresh_ttl
+        _validate_namespace_labels(namespace)  # raises as BaseStore.get does
+        if type(namespace) is tuple and type(key) is str:
             with self._lock:
-                held = self._held_head(namespace, key, bool(refresh))
+                held = self._held_head(namespace, key, _ensure_refresh(self.ttl_config, refresh_ttl))
             if isinstance(held, Item):
                 return held
             if held is False:
                 return None
         return super().get(namespace, key, refresh_ttl=refresh_ttl)
-
-    def _accepted(self, namespace: tuple[Any, ...]) -> bool:
-        """Whether LangGraph accepts the namespace's labels (remembered once checked)."""
-        try:
-            if namespace in self._valid:
-                return True
-        except TypeError:  # an unhashable label
-            return False
-        if not _valid_labels(namespace):
-            return False
-        if len(self._valid) >= _DECODED:
-            self._valid.clear()
-        self._valid.add(namespace)
-        return True
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """``batch`` in a worker thread, so the event loop never waits on the backend."""
