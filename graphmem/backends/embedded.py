@@ -1106,13 +1106,10 @@ class EmbeddedBackend:
                     parents.setdefault(child, []).append(
                         ParentState(pid, _STATUSES[status], _dt(sup), _dt(inv))
                     )
-                for rid in chunk:
-                    found = rows.get(rid)
-                    if found is None:
-                        continue
-                    body, fingerprint, own = found
-                    (record,) = self._records_of([(body, fingerprint)])
-                    out.append(Dependent(record, tuple(parents.get(rid, ())), _dt(own)))
+                stored = [rid for rid in chunk if rid in rows]
+                records = self._records_of([rows[rid][:2] for rid in stored])
+                for rid, record in zip(stored, records, strict=True):
+                    out.append(Dependent(record, tuple(parents.get(rid, ())), _dt(rows[rid][2])))
         return out
 
     def trace(
