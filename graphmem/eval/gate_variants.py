@@ -34,7 +34,7 @@ T = TypeVar("T")
 def _half(items: Sequence[T], split: str) -> list[T]:
     if split not in SPLITS:
         raise ValueError(f"split must be 'train' or 'dev', got {split!r}")
-    return list(items[0 if split == "train" else 1 :: 2]) or list(items)
+    return list(items[0 if split == "train" else 1 :: 2])
 
 
 # ---------------------------------------------------------------- English, compositional
