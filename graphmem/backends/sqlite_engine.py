@@ -30,7 +30,16 @@ from graphmem.gate import validity_window
 from graphmem.model import Kind, MemoryRecord, Status
 from graphmem.model.canonical import sha256
 
-__all__ = ["DB_NAME", "FORMAT", "RECORD_ROW", "Engine", "corrupt_error", "record_row", "ts"]
+__all__ = [
+    "CONNECTION_PRAGMAS",
+    "DB_NAME",
+    "FORMAT",
+    "RECORD_ROW",
+    "Engine",
+    "corrupt_error",
+    "record_row",
+    "ts",
+]
 
 DB_NAME = "graphmem.sqlite3"
 FORMAT = 4
@@ -43,6 +52,13 @@ had an ``embedding_model`` column (the column is added; its records name no mode
 
 _SCHEMA = sql("schema")
 _GENERATION = "SELECT value FROM meta WHERE key = 'generation'"
+# Every connection's settings (then, on a file, WAL mode and synchronous=FULL): secure delete,
+# 32 MiB of page cache (the gate's index pages stay in memory), page checks on read.
+CONNECTION_PRAGMAS = (
+    "PRAGMA secure_delete = ON",
+    "PRAGMA cache_size = -32768",
+    "PRAGMA cell_size_check = ON",
+)
 _WAL_HEADER = 96  # the wal-index header: two copies of 48 bytes, at the start of the -shm file
 
 
@@ -255,10 +271,8 @@ class Engine:
                 target, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
             )
             try:
-                conn.execute("PRAGMA secure_delete = ON")
-                # 32 MiB of page cache per connection: the gate's index pages stay in memory.
-                conn.execute("PRAGMA cache_size = -32768")
-                conn.execute("PRAGMA cell_size_check = ON")
+                for pragma in CONNECTION_PRAGMAS:
+                    conn.execute(pragma)
                 if self.path is not None:
                     mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
                     if str(mode).lower() != "wal":

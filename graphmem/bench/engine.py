@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from graphmem.backends.sql import sql
+from graphmem.backends.sqlite_engine import CONNECTION_PRAGMAS
 from graphmem.bench.core import Latency, measure
 from graphmem.store import MemoryStore
 
@@ -184,11 +185,10 @@ def sqlite_key_floors(store: MemoryStore, size: int, repeats: int) -> tuple[list
     directory = tempfile.mkdtemp(prefix="graphmem-floor-", dir=where)
     conn = sqlite3.connect(os.path.join(directory, "floor.sqlite3"), isolation_level=None)
     try:
-        # The store's own pragmas (the engine's connections): secure_delete zeroes what a
-        # replace frees, as the store's writes do.
-        conn.execute("PRAGMA secure_delete = ON")
-        conn.execute("PRAGMA cache_size = -32768")
-        conn.execute("PRAGMA cell_size_check = ON")
+        # The store's own connection settings: secure_delete zeroes what a replace frees, as
+        # the store's writes do.
+        for pragma in CONNECTION_PRAGMAS:
+            conn.execute(pragma)
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = FULL")
         conn.execute(sql("bench_floor"))
