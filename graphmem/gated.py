@@ -263,6 +263,18 @@ class ViewGate:
         # survivors whose outcome differs (the selected and the matched) are spliced in.
         v = self.verdicts
         _, usual, starts, places = v.digests()
+        if len(outcomes) * 2 > len(v.rows):
+            # Most survivors scored (a hybrid recall): every fragment written once, in id order.
+            fragments: list[str] = []
+            for rid, id_json, dropped, limited in v.rows:
+                outcome = outcomes.get(rid)
+                if outcome is not None:
+                    fragments.append(decision_fragment(id_json, *outcome))
+                else:
+                    usual_fragment = dropped if dropped is not None else limited
+                    assert usual_fragment is not None
+                    fragments.append(usual_fragment)
+            return digest_of_fragments(fragments)
         changed: list[tuple[int, bytes]] = []
         for rid, outcome in outcomes.items():
             at = places[rid]

@@ -14,6 +14,7 @@ from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
+from itertools import repeat
 from typing import TypeVar
 
 import numpy as np
@@ -182,17 +183,24 @@ class Vectors:
         """Cosine similarity (negative counts as 0) of every document with an embedding; one of
         another dimension than the query's has similarity 0."""
         out = dict.fromkeys(self._all, 0.0)
+        found = self.cosines(query)
+        if found is not None:
+            out.update(zip(found[0], found[1].tolist(), strict=True))
+        return out
+
+    def cosines(self, query: Sequence[float]) -> tuple[list[str], np.ndarray] | None:
+        """(ids, cosine similarities, negative ones as 0) of the documents whose embedding has the
+        query's dimension; None when none has."""
         group = self._groups.get(len(query))
         if group is None:
-            return out
+            return None
         ids, matrix, norms = group
         q = np.array(query, dtype=np.float64)
         denominator = norms * math.sqrt(float((q * q).sum()))
         dots = (matrix * q).sum(axis=1)
         safe = np.where(denominator > 0.0, denominator, 1.0)
         cosines = np.where(denominator > 0.0, dots / safe, 0.0)
-        out.update(zip(ids, np.maximum(cosines, 0.0).tolist(), strict=True))
-        return out
+        return ids, np.maximum(cosines, 0.0)
 
 
 class Prepared:
@@ -206,7 +214,9 @@ class Prepared:
 
     __slots__ = (
         "_arrays",
+        "_cosine_places",
         "_index",
+        "_index_columns",
         "_places",
         "_postings",
         "_vectors",
@@ -233,6 +243,11 @@ class Prepared:
         # (ids, lengths) and each queried term's postings as (positions, frequencies).
         self._index: tuple[list[str], dict[str, int], np.ndarray] | None = None
         self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        # By position of ``index()``: each document's place in ``zeros`` and whether it has an
+        # embedding; built on first hybrid use, dropped with ``_index``.
+        self._index_columns: tuple[np.ndarray, np.ndarray] | None = None
+        # The ``index()`` positions of the rows of one of ``vectors()``' matrices, by dimension.
+        self._cosine_places: tuple[Vectors, dict[int, np.ndarray]] | None = None
 
     def index(self) -> tuple[list[str], dict[str, int], np.ndarray]:
         """(ids by position, position by id, document lengths by position)."""
@@ -241,6 +256,35 @@ class Prepared:
             lengths = np.array([self.counts[rid][1] for rid in ids], dtype=np.float64)
             self._index = (ids, {rid: i for i, rid in enumerate(ids)}, lengths)
         return self._index
+
+    def index_columns(self) -> tuple[np.ndarray, np.ndarray]:
+        """(each document's place in ``zeros``, whether it has an embedding), by ``index()`` position."""
+        if self._index_columns is None or self._index is None:
+            ids, _, _ = self.index()
+            places = np.fromiter((self.place(rid) for rid in ids), dtype=np.intp, count=len(ids))
+            embedded = np.fromiter((self.docs[rid][3] is not None for rid in ids), dtype=bool, count=len(ids))
+            self._index_columns = (places, embedded)
+        return self._index_columns
+
+    def similarity_column(self, query: Sequence[float]) -> np.ndarray:
+        """Every document's cosine similarity with ``query`` (0 for another dimension or none),
+        by ``index()`` position."""
+        ids, position, _ = self.index()
+        out = np.zeros(len(ids))
+        vectors = self.vectors()
+        found = vectors.cosines(query)
+        if found is not None:
+            rows, values = found
+            if self._cosine_places is None or self._cosine_places[0] is not vectors:
+                self._cosine_places = (vectors, {})
+            held = self._cosine_places[1]
+            at = held.get(len(query))
+            if at is None:
+                at = held[len(query)] = np.fromiter(
+                    (position[rid] for rid in rows), dtype=np.intp, count=len(rows)
+                )
+            out[at] = values
+        return out
 
     def term_arrays(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """The positions (``index()``) of the documents holding ``term``, and its frequencies."""
@@ -281,7 +325,7 @@ class Prepared:
         counts, length = self.counts[rid] = _terms(content)
         self.total_len += length
         self.embedded += embedding is not None
-        self._index, self._arrays = None, {}
+        self._index, self._arrays, self._index_columns, self._cosine_places = None, {}, None, None
         if embedding is not None:
             self._vectors = None
         at = bisect_left(self.zeros, (-recency, rid))
@@ -297,7 +341,7 @@ class Prepared:
         counts, length = self.counts.pop(rid)
         self.total_len -= length
         self.embedded -= embedding is not None
-        self._index, self._arrays = None, {}
+        self._index, self._arrays, self._index_columns, self._cosine_places = None, {}, None, None
         if embedding is not None:
             self._vectors = None
         at = bisect_left(self.zeros, (-recency, rid))
@@ -319,6 +363,7 @@ def rank_prepared(
     positive: list[tuple[float, float, str]] = []
     matched: list[list[int]] = [[] for _ in parts]  # per part, the places of positive documents
     raw: dict[tuple[int, str], float] = {}
+    lexical_columns: list[tuple[np.ndarray, np.ndarray]] = []  # per part: BM25 sums, touched
     best = 0.0
     if terms and n:
         avg_len = sum(p.total_len for p in parts) / n or 1.0
@@ -338,6 +383,9 @@ def rank_prepared(
                 norm = _K1 * (1.0 - _B + _B * lengths[positions] / avg_len)
                 total[positions] += idf[t] * tfs * (_K1 + 1.0) / (tfs + norm)
                 touched[positions] = True
+            lexical_columns.append((total, touched))
+            if hybrid and len(parts) == 1:
+                continue
             where = np.flatnonzero(touched)
             for i, value in zip(where.tolist(), total[where].tolist(), strict=True):
                 raw[j, ids[i]] = value
@@ -348,6 +396,9 @@ def rank_prepared(
                     recency = parts[j].docs[rid][2]
                     positive.append((-rounded, -recency, rid))
                     matched[j].append(parts[j].place(rid))
+    if hybrid and len(parts) == 1:
+        assert query_embedding is not None
+        return _hybrid_one(parts[0], lexical_columns[0] if lexical_columns else None, best, query_embedding)
     if hybrid:
         assert query_embedding is not None
         for j, part in enumerate(parts):
@@ -369,6 +420,33 @@ def rank_prepared(
     else:
         zeros = [_without(p.zeros, places) for p, places in zip(parts, matched, strict=True)]
         out += ((rid, 0.0) for _, rid in heapq.merge(*zeros))
+    return out
+
+
+def _hybrid_one(
+    part: Prepared,
+    lexical: tuple[np.ndarray, np.ndarray] | None,
+    best: float,
+    query_embedding: Sequence[float],
+) -> list[tuple[str, float]]:
+    """``rank_prepared`` of one part with a query embedding, column by column: the same float
+    operations as ``rank``'s per-document blend, elementwise, then Python's ``round``."""
+    ids, _, _ = part.index()
+    places, embedded = part.index_columns()
+    if lexical is None:
+        score = np.zeros(len(ids))
+    else:
+        total, touched = lexical
+        score = np.where(touched, total / (best if best else 1.0), 0.0)
+    blended = _LEXICAL_WEIGHT * score + (1.0 - _LEXICAL_WEIGHT) * part.similarity_column(query_embedding)
+    score = np.where(embedded, blended, score)
+    rounded = np.fromiter(
+        map(round, score.tolist(), repeat(_DIGITS, len(ids))), dtype=np.float64, count=len(ids)
+    )
+    positive = np.flatnonzero(rounded > 0.0)
+    order = positive[np.lexsort((places[positive], -rounded[positive]))]
+    out = list(zip([ids[i] for i in order.tolist()], rounded[order].tolist(), strict=True))
+    out += _without(part.zero_scores, places[positive].tolist())
     return out
 
 

@@ -39,6 +39,7 @@ CONFIG = BenchConfig(
     clients_s=0.2,
     lgstore_sizes=(40,),
     lgstore_mixed=50,
+    hybrid_dimensions=16,
 )
 
 
@@ -84,6 +85,9 @@ def test_every_workload_of_the_backend_ran(bench_rows: dict[str, dict[str, Any]]
         *FORGETS,
         "concurrency_mixed",
         "concurrency_recall",
+        "recall_hybrid",
+        "recall_hybrid_broad",
+        "inmemory_hybrid",
     }
     only = (
         {"naive_topk_filter"}
@@ -126,6 +130,45 @@ def test_recalls_equal_the_oracle(bench_rows: dict[str, dict[str, Any]]) -> None
     # every caller's first recall is timed on its own
     assert selective["first_recall"]["n"] == broad["first_recall"]["n"] == CONFIG.contexts
     assert selective["first_recall"]["p50_ms"] > 0
+
+
+def test_hybrid_recalls_equal_the_oracle_and_carry_their_floor(bench_rows: dict[str, dict[str, Any]]) -> None:
+    selective, broad = bench_rows["recall_hybrid"], bench_rows["recall_hybrid_broad"]
+    for row in (selective, broad):
+        assert row["recall_equals_oracle"] is True
+        assert row["dimensions"] == 16
+        assert row["embedding_model"] == "bench-wordvec-16-s29"
+        assert row["floor"]["p50_ms"] > 0
+        assert row["ratio_to_floor_p50"] > 0
+    assert selective["target"] is not None
+    assert (broad["target"] is not None) == (broad["backend"] == "embedded")
+    assert selective["candidates"] == 100
+    # 10% of 300 records in case scopes of 100: the broad caller reaches one scope.
+    assert (broad["scopes_reached"], broad["candidates"]) == (1, 100)
+    compared = bench_rows["inmemory_hybrid"]
+    assert compared["same_eligible_sets"] is True
+    assert compared["recall_equals_oracle"] is True
+    assert compared["inmemory"]["n"] == CONFIG.repeats
+
+
+def test_hybrid_check_catches_a_ranking_that_is_not_the_oracle(tmp_path: Path) -> None:
+    from graphmem.bench.core import KNOWN, NOW, candidates, synthetic_records
+    from graphmem.bench.hybrid import WordVectors, _oracle, _timed
+    from graphmem.model import ReadContext
+
+    vectors = WordVectors(8)
+    records = list(synthetic_records("t", 30, 1, embed=vectors, embedding_model=vectors.name))
+    with MemoryStore.embedded(tmp_path / "store") as store:
+        store.add_many(records)
+        ctx = ReadContext(
+            tenant="t", scopes=("case:c0",), now=NOW, as_of=KNOWN, environment=("cap-a",), limit=3
+        )
+        asked = [("timeout retry", vectors("timeout retry"))]
+        right = [_oracle(candidates(records), ctx, *asked[0])]
+        assert right[0] != [r.id for r in records[:3]]
+        cfg = dataclasses.replace(CONFIG, repeats=2)
+        assert _timed(store, [ctx], asked, right, cfg, "x")[2] is True
+        assert _timed(store, [ctx], asked, [list(reversed(right[0]))], cfg, "x")[2] is False
 
 
 def test_explain_gives_every_decision_and_agrees_with_itself(bench_rows: dict[str, dict[str, Any]]) -> None:
@@ -318,6 +361,21 @@ def test_targets_follow_the_issue() -> None:
     )
     assert row("forget_source_100", "neo4j", 1, all_removed=True)["target"] is None
     assert row("trace", "embedded", 20.5, depth=10)["met"] is False
+    assert row("recall_hybrid", "embedded", 4.9, recall_equals_oracle=True)["met"] is True
+    assert row("recall_hybrid", "embedded", 5.1, recall_equals_oracle=True)["met"] is False
+    assert row("recall_hybrid", "neo4j", 14.9, recall_equals_oracle=True)["met"] is True
+    assert row("recall_hybrid", "neo4j", 14.9, recall_equals_oracle=False)["met"] is False
+    assert row("recall_hybrid_broad", "embedded", 29.9, recall_equals_oracle=True)["met"] is True
+    assert row("recall_hybrid_broad", "embedded", 30.1, recall_equals_oracle=True)["met"] is False
+    assert row("recall_hybrid_broad", "neo4j", 29.9, recall_equals_oracle=True)["target"] is None
+    faster = row(
+        "inmemory_hybrid", "embedded", 1, ratio_p95=0.9, same_eligible_sets=True, recall_equals_oracle=True
+    )
+    assert faster["met"] is True
+    slower = row(
+        "inmemory_hybrid", "neo4j", 1, ratio_p95=1.1, same_eligible_sets=True, recall_equals_oracle=True
+    )
+    assert slower["met"] is False
     ingest = {"workload": "ingest", "backend": "neo4j", "records_per_s": 4999}
     attach_target(ingest)
     assert ingest["met"] is False

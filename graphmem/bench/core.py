@@ -50,14 +50,23 @@ CORPORA = ("natural", "tokens")
 
 
 def synthetic_records(
-    tenant: str, total: int, scopes: int, seed: int = 7, prefix: str = "case:c", corpus: str = "natural"
+    tenant: str,
+    total: int,
+    scopes: int,
+    seed: int = 7,
+    prefix: str = "case:c",
+    corpus: str = "natural",
+    *,
+    embed: Callable[[str], tuple[float, ...]] | None = None,
+    embedding_model: str | None = None,
 ) -> Iterator[MemoryRecord]:
     """``total`` records spread evenly over ``scopes`` scopes (record i in ``{prefix}{i % scopes}``).
 
     Kinds rotate episodic, semantic, procedural. About a fifth of the semantic
     records expired before ``NOW`` and about half of the procedures need a
     capability (``cap-b``) that callers with only ``cap-a`` lack, so the gate
-    has something to drop.
+    has something to drop. With ``embed``, each record carries ``embed(content)`` as its
+    embedding, made by ``embedding_model``.
     """
     rng = random.Random(seed)
     day = timedelta(days=1)
@@ -77,6 +86,8 @@ def synthetic_records(
             "created_at": NOW - rng.randint(1, 300) * day,
             "sources": (Source(id=f"s{i}"),),
         }
+        if embed is not None:
+            fields |= {"embedding": embed(content), "embedding_model": embedding_model}
         if kind is Kind.EPISODIC:
             fields |= {"event_time": NOW - rng.randint(1, 300) * day, "outcome": Outcome.UNKNOWN}
         elif kind is Kind.SEMANTIC:

@@ -96,6 +96,8 @@ class BenchConfig:
     batch: int = 5000
     corpus: str = "natural"
     """The records' and questions' text: ``natural`` (plain language) or ``tokens``."""
+    hybrid_dimensions: int = 256
+    """Hybrid recall: dimensions of the records' and queries' embeddings."""
     mixed_threads: int = 8
     mixed_ops: int = 1250
     """Concurrency: operations per mixed thread (8 x 1,250 = 10,000), beside 4 reader threads."""
