@@ -532,16 +532,23 @@ class LineageOps(StoreCore):
             else (set(), [])
         )
 
+        revoked: dict[Source, Source] = {}  # one revoked copy of each distinct cited copy
+
+        def revoke(source: Source) -> Source:
+            copy = revoked.get(source)
+            if copy is None:
+                copy = revoked[source] = source.model_copy(update={"status": "revoked"})
+            return copy
+
         def mark_sources(record: MemoryRecord) -> tuple[Any, ...]:
             if erase:
                 return tuple(
                     erase_sources((s,), gone=gone, erased=dead_sources)[0] if s.id in dead_sources else s
                     for s in record.sources
                 )
-            return tuple(
-                s.model_copy(update={"status": "revoked"}) if s.id in dead_sources else s
-                for s in record.sources
-            )
+            if not dead_sources:
+                return record.sources
+            return tuple(revoke(s) if s.id in dead_sources else s for s in record.sources)
 
         for record, why, mode in plan:
             if mode is ForgetMode.ERASE:
@@ -555,7 +562,9 @@ class LineageOps(StoreCore):
                 # replace: a verify of an earlier receipt can then still compare every candidate.
                 update = {"status": _STATUS_BY_MODE[mode], "sources": mark_sources(record)}
                 prior = self._prior(record, whole=False)
-                ops.append(UpdateRecord(record=record.model_copy(update=update), prior=prior))
+                ops.append(
+                    UpdateRecord(record=record.model_copy(update=update), prior=prior, status_only=True)
+                )
                 action = "released" if mode is ForgetMode.RELEASE else "revoked"
             report.append(ForgetEntry(record_id=record.id, action=action, reason=why))
         for record in orphans:
@@ -570,6 +579,7 @@ class LineageOps(StoreCore):
                     record=record.model_copy(update={"sources": mark_sources(record)}),
                     erase=erase,
                     prior=None if erase else self._prior(record),
+                    status_only=not erase,
                 )
             )
             report.append(
