@@ -1100,6 +1100,8 @@ class EmbeddedBackend:
             children: dict[str, list[str]] = {}
             for parent, child in conn.execute(_CLOSURE, (tenant, json.dumps(starts))):
                 children.setdefault(parent, []).append(child)
+            if not children:  # nothing derives from them (a source's claims, often)
+                return []
             # Depth first from the last start, each record's children by id: the order the
             # records fall in, and so the order a forget reports them in.
             seen = set(starts)
