@@ -27,7 +27,7 @@ from graphmem._args import (
     check_text,
 )
 from graphmem._core import StoreCore, bulk, transactional
-from graphmem.backends.base import AddEdge, AppendAudit, Dependent, Op, UpdateRecord
+from graphmem.backends.base import AddEdge, AppendAudit, Dependent, Op, PriorVersion, UpdateRecord
 from graphmem.errors import ContractViolation, LineageError, NotFound
 from graphmem.importing import plan_import
 from graphmem.lineage import FORGOTTEN, lost_support, support_count, support_ends, support_runs_out
@@ -532,16 +532,36 @@ class LineageOps(StoreCore):
             else (set(), [])
         )
 
+        revoked: dict[Source, Source] = {}  # one revoked copy of each distinct cited copy
+
+        def revoke(source: Source) -> Source:
+            copy = revoked.get(source)
+            if copy is None:
+                copy = revoked[source] = source.model_copy(update={"status": "revoked"})
+            return copy
+
         def mark_sources(record: MemoryRecord) -> tuple[Any, ...]:
             if erase:
                 return tuple(
                     erase_sources((s,), gone=gone, erased=dead_sources)[0] if s.id in dead_sources else s
                     for s in record.sources
                 )
-            return tuple(
-                s.model_copy(update={"status": "revoked"}) if s.id in dead_sources else s
-                for s in record.sources
-            )
+            if not dead_sources:
+                return record.sources
+            return tuple(revoke(s) if s.id in dead_sources else s for s in record.sources)
+
+        # Without the body, a kept version is its status and the change's time; where the
+        # backend copies each stored fingerprint, one such version serves every record.
+        shared = getattr(self.backend, "copies_fingerprints", False)
+        priors: dict[Status, PriorVersion] = {}
+
+        def prior_of(record: MemoryRecord) -> PriorVersion:
+            if not shared:
+                return self._prior(record, whole=False)
+            found = priors.get(record.status)
+            if found is None:
+                found = priors[record.status] = self._prior(record, whole=False)
+            return found
 
         for record, why, mode in plan:
             if mode is ForgetMode.ERASE:
@@ -554,8 +574,10 @@ class LineageOps(StoreCore):
                 # Revoke and release keep the text, and the fingerprint of the version they
                 # replace: a verify of an earlier receipt can then still compare every candidate.
                 update = {"status": _STATUS_BY_MODE[mode], "sources": mark_sources(record)}
-                prior = self._prior(record, whole=False)
-                ops.append(UpdateRecord(record=record.model_copy(update=update), prior=prior))
+                prior = prior_of(record)
+                ops.append(
+                    UpdateRecord(record=record.model_copy(update=update), prior=prior, status_only=True)
+                )
                 action = "released" if mode is ForgetMode.RELEASE else "revoked"
             report.append(ForgetEntry(record_id=record.id, action=action, reason=why))
         for record in orphans:
@@ -570,6 +592,7 @@ class LineageOps(StoreCore):
                     record=record.model_copy(update={"sources": mark_sources(record)}),
                     erase=erase,
                     prior=None if erase else self._prior(record),
+                    status_only=not erase,
                 )
             )
             report.append(

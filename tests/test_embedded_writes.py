@@ -3,14 +3,16 @@ the cascade's closure read in one statement."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from graphmem import Kind, MemoryRecord, Source, Status
+from graphmem import ForgetMode, ForgetRequest, Kind, MemoryRecord, MemoryStore, Source, Status
 from graphmem.backends.base import AddEdge, PutRecord, UpdateRecord
 from graphmem.backends.embedded import EmbeddedBackend
+from graphmem.backends.sqlite_engine import RECORD_ROW, record_row
 from tests.conftest import T0
 
 
@@ -62,6 +64,102 @@ def test_an_update_of_a_missing_or_moved_record_is_written_as_a_replacement(
     assert [r.id for r in backend.records_applying(tenant, ["case:c2"])] == ["kept"]
     assert [r.id for r in backend.records_applying(tenant, ["case:c1"])] == ["missing"]
     assert backend.citing_ids(tenant, "src-missing") == ["missing"]
+
+
+_ROWS = f"SELECT {RECORD_ROW} FROM records WHERE tenant = ? AND id IN (SELECT value FROM json_each(?))"  # noqa: S608 - a constant column list
+
+
+def _rows(backend: EmbeddedBackend, tenant: str, ids: list[str]) -> dict[str, tuple[object, ...]]:
+    """The stored ``records`` columns (``RECORD_ROW``) of ``ids``."""
+    with backend.reading() as conn:
+        return {row[1]: tuple(row) for row in conn.execute(_ROWS, (tenant, json.dumps(ids)))}  # type: ignore[attr-defined]
+
+
+def _tags(backend: EmbeddedBackend, tenant: str) -> list[tuple[str, str]]:
+    with backend.reading() as conn:
+        return list(conn.execute("SELECT tag, id FROM tags WHERE tenant = ? ORDER BY id, tag", (tenant,)))  # type: ignore[attr-defined]
+
+
+def test_a_status_only_update_stores_what_a_whole_write_would(backend: EmbeddedBackend, tenant: str) -> None:
+    """Every column, the fingerprint graphmem.model computes, the tags and the source's row are
+    those a whole write of the changed record leaves; a missing or moved record is written whole."""
+    cited = Source(id="shared", quote="quoted", locator="doc://1")
+    a = _claim(tenant, "a", sources=(cited, Source(id="other")), tags=("t1", "t2"), expires_at=T0)
+    b = _claim(tenant, "b", sources=(cited,), embedding=(0.1, 1e-7, -3.25), embedding_model="m-1")
+    kept = _claim(tenant, "kept")
+    backend.apply([PutRecord(record=r) for r in (a, b, kept)])
+    revoked = cited.model_copy(update={"status": "revoked"})
+    new_a = a.model_copy(update={"status": Status.REVOKED, "sources": (revoked, a.sources[1])})
+    new_b = b.model_copy(update={"status": Status.RELEASED, "sources": (revoked,)})
+    moved = kept.model_copy(update={"scope": "case:c2", "status": Status.REVOKED})
+    missing = _claim(tenant, "missing")
+    backend.apply([UpdateRecord(record=r, status_only=True) for r in (new_a, new_b)])
+    rows = _rows(backend, tenant, ["a", "b"])
+    assert rows == {"a": record_row(new_a), "b": record_row(new_b)}
+    assert [rows[r.id][7] for r in (new_a, new_b)] == [new_a.fingerprint(), new_b.fingerprint()]
+    assert backend.get_many(tenant, ["a", "b"]) == [new_a, new_b]
+    assert _tags(backend, tenant) == [("t1", "a"), ("t2", "a")]
+    assert backend.source(tenant, "shared") == revoked.model_copy(update={"quote": None})
+    assert [r.id for r in backend.records_with_status(tenant, [Status.REVOKED, Status.RELEASED])] == [
+        "a",
+        "b",
+    ]
+    backend.apply([UpdateRecord(record=r, status_only=True) for r in (moved, missing)])
+    assert backend.get_many(tenant, ["kept", "missing"]) == [moved, missing]
+    assert [r.id for r in backend.records_applying(tenant, ["case:c2"])] == ["kept"]
+    assert backend.citing_ids(tenant, "src-missing") == ["missing"]
+    assert backend.check() == []
+
+
+def test_forgetting_a_source_stores_each_claim_as_a_whole_write_would(tmp_path: Path, tenant: str) -> None:
+    """Revoke and release write only the statuses (``status_only``): the rows they leave are
+    those of the records read back, fingerprints included, and ``graphmem check`` is clean."""
+    store = MemoryStore.embedded(tmp_path / "store")
+    try:
+        cited = Source(id="doc-1", quote="quoted from doc-1")
+        claims = [
+            _claim(
+                tenant, f"c{i}", sources=(cited, Source(id=f"own-{i}")) if i % 2 else (cited,), tags=("x",)
+            )
+            for i in range(6)
+        ]
+        derived = _claim(tenant, "d", parents=("c0",))
+        store.add_many([*claims, derived])
+        report = store.forget(
+            ForgetRequest(
+                tenant=tenant,
+                target="doc-1",
+                target_type="source",
+                mode=ForgetMode.REVOKE,
+                reason="r",
+                requested_by="tests",
+                cascade=True,
+            )
+        )
+        actions = {e.record_id: e.action for e in report.entries}
+        assert actions == {
+            "c0": "revoked",
+            "c1": "kept",
+            "c2": "revoked",
+            "c3": "kept",
+            "c4": "revoked",
+            "c5": "kept",
+            "d": "revoked",
+        }
+        backend = store.backend
+        assert isinstance(backend, EmbeddedBackend)
+        ids = sorted(actions)
+        stored = backend.get_many(tenant, ids)
+        assert _rows(backend, tenant, ids) == {r.id: record_row(r) for r in stored}
+        for r in stored:
+            assert _rows(backend, tenant, [r.id])[r.id][7] == r.fingerprint()
+            assert [s.status for s in r.sources if s.id == "doc-1"] == ([] if r.id == "d" else ["revoked"])
+        assert [r.status for r in stored] == [
+            Status.REVOKED if actions[r.id] == "revoked" else Status.ACTIVE for r in stored
+        ]
+        assert backend.check() == []
+    finally:
+        store.close()
 
 
 def test_a_source_cited_twice_in_a_batch_keeps_the_last_copy(backend: EmbeddedBackend, tenant: str) -> None:

@@ -77,6 +77,9 @@ class UpdateRecord(GraphmemModel):
     #: text readable (on Neo4j, the data keys).
     erase: bool = False
     prior: PriorVersion | None = None
+    #: Only the record's status and its cited sources' statuses differ from the stored record
+    #: (a revoke or release): a backend may leave every other stored field as it is.
+    status_only: bool = False
 
 
 class ScopeWithin(GraphmemModel):

@@ -122,8 +122,14 @@ _UPDATE_RECORD = (
 _UPDATE_RECORD_SAME_CONTENT = _UPDATE_RECORD.replace("content_hash = ?7, ", "").replace(
     "AND scope = ?3", "AND scope = ?3 AND content_hash = ?7"
 )
-_Mode = Literal["new", "replace", "update"]
-"""How a batch of records is written: created, upserted, or updated in place (``_put_records``)."""
+# A status change (``UpdateRecord.status_only``) rewrites only what it changes: the JSON body
+# holds the record's and its sources' statuses, every other column stays as stored.
+_UPDATE_STATUS = (
+    "UPDATE records SET status = ?, fingerprint = ?, body = ? WHERE tenant = ? AND id = ? AND scope = ?"
+)
+_Mode = Literal["new", "replace", "update", "status"]
+"""How a batch of records is written: created, upserted, updated in place, or only its
+statuses changed (``_put_records``)."""
 _BODY = "SELECT body, fingerprint FROM records"
 # Edge-table lookups join records with CROSS JOIN, which keeps the edge table the outer loop:
 # given ORDER BY r.id, SQLite would otherwise walk every record of the tenant in id order.
@@ -353,7 +359,11 @@ class EmbeddedBackend:
                             flush()  # the version to copy is in the batch: write it first
                         self._keep_version(conn, op, kept)
                         wanted: _Mode = (
-                            "update" if isinstance(op, UpdateRecord) else "replace" if op.replace else "new"
+                            ("status" if op.status_only else "update")
+                            if isinstance(op, UpdateRecord)
+                            else "replace"
+                            if op.replace
+                            else "new"
                         )
                         if wanted != mode:
                             flush()
@@ -482,6 +492,9 @@ class EmbeddedBackend:
         )
 
     def _put_records(self, conn: sqlite3.Connection, records: Sequence[MemoryRecord], mode: _Mode) -> None:
+        if mode == "status":
+            self._put_statuses(conn, records)
+            return
         rows: list[tuple[Any, ...]] = []
         tags: list[tuple[str, str, str]] = []
         # One body per source, the batch's last: what upserting every record's copy in turn leaves.
@@ -533,6 +546,30 @@ class EmbeddedBackend:
             conn.executemany(
                 "INSERT OR IGNORE INTO derived (tenant, child, parent) VALUES (?, ?, ?)", derived
             )
+
+    def _put_statuses(self, conn: sqlite3.Connection, records: Sequence[MemoryRecord]) -> None:
+        """Write records whose statuses (their own, their sources') are all that changed: the
+        status column and the body with its fingerprint, no other column, tag or edge."""
+        rows: list[tuple[str, str, str, str, str, str]] = []
+        sources: dict[tuple[str, str], Source] = {}
+        for record in records:
+            body = record.model_dump_json()
+            rows.append((record.status.value, sha256(body), body, record.tenant, record.id, record.scope))
+            for source in record.sources:
+                sources[record.tenant, source.id] = source
+        if conn.executemany(_UPDATE_STATUS, rows).rowcount != len(rows):
+            self._put_records(conn, records, "update")  # a record missing, or moved: written whole
+            return
+        conn.executemany(
+            "INSERT INTO scopes (tenant, key, rev) VALUES (?, ?, 1) "
+            "ON CONFLICT (tenant, key) DO UPDATE SET rev = rev + 1",
+            sorted({(r[3], r[5]) for r in rows}),
+        )
+        conn.executemany(
+            "INSERT INTO sources (tenant, id, body) VALUES (?, ?, ?) "
+            "ON CONFLICT (tenant, id) DO UPDATE SET body = excluded.body",
+            [(t, sid, source.model_dump_json(exclude={"quote"})) for (t, sid), source in sources.items()],
+        )
 
     @staticmethod
     def _add_edge(conn: sqlite3.Connection, op: AddEdge) -> None:
@@ -1063,6 +1100,8 @@ class EmbeddedBackend:
             children: dict[str, list[str]] = {}
             for parent, child in conn.execute(_CLOSURE, (tenant, json.dumps(starts))):
                 children.setdefault(parent, []).append(child)
+            if not children:  # nothing derives from them (a source's claims, often)
+                return []
             # Depth first from the last start, each record's children by id: the order the
             # records fall in, and so the order a forget reports them in.
             seen = set(starts)

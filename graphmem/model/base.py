@@ -105,7 +105,11 @@ def holds_personal_data(scope: str) -> bool:
     return bool(_EMAIL_RE.search(scope)) or any(_phone(part) for part in re.split(r"[:/]", scope))
 
 
+@functools.lru_cache(maxsize=4096)
 def _scope(value: str) -> str:
+    # Remembered (a few thousand keys): a store reads the records of one scope by the
+    # thousand, and the personal-data patterns cost more than the rest of a key's checks.
+    # A refused key raises every time.
     if not _SCOPE_RE.fullmatch(value):
         raise PydanticCustomError(
             "invalid_scope",
