@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import select
 import signal
 import time
 from pathlib import Path
@@ -83,9 +84,11 @@ def test_a_busy_writer_waits_then_gets_store_busy(tmp_path: Path, tenant: str) -
         waiter.close()
 
 
-def _writer(path: Path, tenant: str) -> None:
+def _writer(path: Path, tenant: str, ready: int | None = None) -> None:
     store = MemoryStore(EmbeddedBackend(path))
     i = len(store.backend.all_records(tenant)) // BATCH
+    if ready is not None:  # tell the parent that writing starts now
+        os.write(ready, b"1")
     while True:
         store.add_many(_batch(tenant, i))
         i += 1
@@ -98,12 +101,21 @@ def test_sigkill_at_random_points_never_leaves_a_partial_write(tmp_path: Path, t
     rng = random.Random(20260101)
     kills = 0
     for attempt in range(300):
+        read_end, write_end = os.pipe()
         pid = os.fork()
         if pid == 0:  # the writer: never returns, it is killed
             try:
-                _writer(path, tenant)
+                os.close(read_end)
+                _writer(path, tenant, write_end)
             finally:
                 os._exit(1)
+        os.close(write_end)
+        # Most kills fall at a random point of the writing, however long a loaded machine
+        # takes to start the process and open the store; every tenth may fall in the opening.
+        if attempt % 10:
+            ready, _, _ = select.select([read_end], [], [], 30.0)
+            assert ready, f"attempt {attempt}: the writer did not start within 30 s"
+        os.close(read_end)
         time.sleep(rng.uniform(0.002, 0.06))
         os.kill(pid, signal.SIGKILL)
         _, status = os.waitpid(pid, 0)
