@@ -22,7 +22,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from graphmem.eval.gate_data import REPO, bipia_lines, default_bipia_dir, generated_lines, labelled
+from graphmem.eval.gate_data import (
+    REPO,
+    bipia_lines,
+    default_bipia_dir,
+    generated_lines,
+    handwritten_lines,
+    labelled,
+)
 from graphmem.policy.detector import (
     FEATURE_DIM,
     HASH_DIM,
@@ -32,12 +39,15 @@ from graphmem.policy.detector import (
     text_segment_features,
 )
 
-__all__ = ["VARIANTS", "train", "training_texts"]
+__all__ = ["PART_WEIGHTS", "VARIANTS", "train", "training_texts"]
 
 VERSION = "injection-lr-1"
 EPOCHS = 400
 GENERATED = 1500
 L2_HASHED, L2_DENSE = 3e-3, 1e-4
+# How much each part of the training data weighs, per segment, relative to the others (the
+# positive and the negative segments are then balanced to half the loss each).
+PART_WEIGHTS = {"bipia": 1.0, "corpus": 1.0, "generated": 1.0, "handwritten": 1.0, "variants": 1.0}
 
 # Hand-written training variants in other languages (addressed to an AI; never from tests/heldout).
 VARIANTS = (
@@ -97,7 +107,8 @@ def _label_segments(line: dict[str, Any], instruction_segments: set[str] | None)
 
 
 def training_texts(bipia_dir: Path) -> list[tuple[dict[str, Any], set[str] | None]]:
-    """Every training text with, for BIPIA-composed attacks, the segments of the inserted instruction."""
+    """Every training text with, for composed and hand-written attacks, the segments of the
+    instruction in it. Each line's ``part`` names where it comes from (``PART_WEIGHTS``)."""
     out: list[tuple[dict[str, Any], set[str] | None]] = []
     instructions: dict[str, str] = {}
     for family in ("text_attack_train.json", "code_attack_train.json"):
@@ -108,9 +119,9 @@ def training_texts(bipia_dir: Path) -> list[tuple[dict[str, Any], set[str] | Non
     for line in bipia_lines(bipia_dir, "train", per_instruction=16):
         if line["label"] == "attack":
             inserted = next(i for i in instructions if i in line["text"])
-            out.append((line, set(segments(inserted))))
+            out.append(({**line, "part": "bipia"}, set(segments(inserted))))
         else:
-            out.append((line, None))
+            out.append(({**line, "part": "bipia"}, None))
     corpus = labelled(REPO / "tests" / "corpus", skip_categories=frozenset({"secret"}))
     for line in corpus:
         trusted_benign = line["label"] == "benign" and line["source_trust"] == "trusted"
@@ -118,14 +129,19 @@ def training_texts(bipia_dir: Path) -> list[tuple[dict[str, Any], set[str] | Non
             continue  # a trusted author may give orders or quote an attack; untrusted text may not
         if line["label"] == "attack" and line["source_trust"] != "untrusted":
             continue
-        out.append((line, None))
+        out.append(({**line, "part": "corpus"}, None))
     for line in generated_lines(bipia_dir, "train", n=GENERATED):
         inserted = line.pop("inserted", None)
-        out.append((line, set(segments(inserted)) if inserted else None))
+        out.append(({**line, "part": "generated"}, set(segments(inserted)) if inserted else None))
+    for line in handwritten_lines("train"):
+        if line["label"] == "benign" and line["source_trust"] == "trusted":
+            continue  # a trusted author's orders are not what untrusted text may say
+        instruction = line.get("instruction")
+        out.append(({**line, "part": "handwritten"}, set(segments(instruction)) if instruction else None))
     for text in VARIANTS:
-        out.append(({"text": text, "label": "attack", "source_trust": "untrusted"}, None))
+        out.append(({"text": text, "label": "attack", "source_trust": "untrusted", "part": "variants"}, None))
     for text in BENIGN_VARIANTS:
-        out.append(({"text": text, "label": "benign", "source_trust": "untrusted"}, None))
+        out.append(({"text": text, "label": "benign", "source_trust": "untrusted", "part": "variants"}, None))
     return out
 
 
@@ -137,6 +153,7 @@ def train(bipia_dir: Path) -> dict[str, Any]:
     rows: list[dict[int, float]] = []
     labels: list[int] = []
     owner: list[int] = []
+    part_w: list[float] = []
     for n, (line, inserted) in enumerate(texts):
         feats = text_segment_features(str(line["text"]))
         marks = _label_segments(line, inserted)
@@ -145,6 +162,7 @@ def train(bipia_dir: Path) -> dict[str, Any]:
         rows += feats
         labels += marks
         owner += [n] * len(feats)
+        part_w += [PART_WEIGHTS[line["part"]]] * len(feats)
     indptr = np.zeros(len(rows) + 1, dtype=np.int64)
     indptr[1:] = np.cumsum([len(r) for r in rows])
     indices = np.fromiter((i for r in rows for i in sorted(r)), dtype=np.int64, count=int(indptr[-1]))
@@ -152,7 +170,8 @@ def train(bipia_dir: Path) -> dict[str, Any]:
     y = np.asarray(labels, dtype=np.float64)
     row_of = np.repeat(np.arange(len(rows)), np.diff(indptr))
     pos = y.sum()
-    sample_w = np.where(y == 1, 0.5 / pos, 0.5 / (len(y) - pos))
+    part = np.asarray(part_w, dtype=np.float64)
+    sample_w = np.where(y == 1, 0.5 * part / part[y == 1].sum(), 0.5 * part / part[y == 0].sum())
     reg = np.full(FEATURE_DIM, L2_HASHED)
     reg[HASH_DIM:] = L2_DENSE
     w = np.zeros(FEATURE_DIM)
