@@ -112,10 +112,12 @@ def test_the_hand_written_set_loads_with_its_families_and_languages() -> None:
     lines = handwritten_lines()
     attacks = [x for x in lines if x["label"] == "attack"]
     benign = [x for x in lines if x["label"] == "benign"]
-    assert len(attacks) >= 240 and len(benign) >= 240
+    assert len(attacks) >= 240
+    assert len(benign) >= 240
     assert all(x["source_trust"] == "untrusted" for x in attacks)
     assert {x["source_trust"] for x in benign} == {"trusted", "untrusted"}
-    assert len({x["lang"] for x in attacks}) >= 7 and len({x["lang"] for x in benign}) >= 7
+    assert len({x["lang"] for x in attacks}) >= 7
+    assert len({x["lang"] for x in benign}) >= 7
     assert len({x["category"] for x in attacks}) >= 9
     assert len({x["genre"] for x in attacks}) >= 10
     # The instruction is a part of its text, and not always at its start.
