@@ -2,12 +2,14 @@
 
 Data (never ``tests/heldout/``): BIPIA's training split composed with the
 instruction categories of ``gate_data.DEV_CATEGORIES`` left out,
-``tests/corpus/``, and the hand-written variants below. Segments that come
-from an inserted instruction are positives; every other segment is a
-negative. Logistic regression by full-batch gradient descent (Adam) in
-NumPy, with a fixed seed and order, so a retrain reproduces the shipped
+``tests/corpus/``, the train half of the hand-written set
+(``graphmem/eval/data/handwritten/``, weighed up: ``PART_WEIGHTS``), and the
+hand-written variants below. Segments that come from an inserted or
+hand-marked instruction are positives; every other segment is a negative.
+Logistic regression by full-batch gradient descent (Adam) in NumPy, with a
+fixed seed and order, so a retrain reproduces the shipped
 weights. Thresholds come from the training texts alone: quarantine above the
-98.5th percentile of benign texts' scores, reject above their maximum (at
+99th percentile of benign texts' scores, reject above their maximum (at
 least 0.9).
 """
 
@@ -41,13 +43,18 @@ from graphmem.policy.detector import (
 
 __all__ = ["PART_WEIGHTS", "VARIANTS", "train", "training_texts"]
 
-VERSION = "injection-lr-1"
+VERSION = "injection-lr-2"
 EPOCHS = 400
 GENERATED = 1500
-L2_HASHED, L2_DENSE = 3e-3, 1e-4
+# Hashed words are weakly regularised, so plain-language wording ("whoever summarises this") counts.
+L2_HASHED, L2_DENSE = 3e-5, 1e-4
 # How much each part of the training data weighs, per segment, relative to the others (the
 # positive and the negative segments are then balanced to half the loss each).
-PART_WEIGHTS = {"bipia": 1.0, "corpus": 1.0, "generated": 1.0, "handwritten": 1.0, "variants": 1.0}
+# The hand-written half is small (about 120 attacks and 100 look-alikes among 4,500 texts) and the
+# only plain-language part: it weighs 30 times as much per segment.
+PART_WEIGHTS = {"bipia": 1.0, "corpus": 1.0, "generated": 1.0, "handwritten": 30.0, "variants": 1.0}
+# Quarantine above this quantile of the benign training texts' scores.
+QUARANTINE_QUANTILE = 0.99
 
 # Hand-written training variants in other languages (addressed to an AI; never from tests/heldout).
 VARIANTS = (
@@ -197,7 +204,7 @@ def train(bipia_dir: Path) -> dict[str, Any]:
     doc_p = 1.0 / (1.0 + np.exp(-np.clip(doc_z, -60, 60)))
     benign = np.asarray([line["label"] == "benign" for line, _ in texts])
     benign_p = np.sort(doc_p[benign & np.isfinite(doc_z)])
-    quarantine_at = float(max(0.5, benign_p[int(0.985 * (len(benign_p) - 1))]))
+    quarantine_at = float(max(0.5, benign_p[int(QUARANTINE_QUANTILE * (len(benign_p) - 1))]))
     reject_at = float(max(0.9, benign_p[-1] + 1e-6))
     blob = array.array("f", weights32.tolist()).tobytes()
     return {
