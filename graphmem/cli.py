@@ -844,6 +844,13 @@ def bench(
     type=click.Path(file_okay=False, exists=True),
     help="--gate: BIPIA training-split directory (default: ../shared/data/bipia-train if present).",
 )
+@click.option(
+    "--dataset",
+    "datasets",
+    multiple=True,
+    help="--gate: score only this data set (repeatable; default: every one found).",
+)
+@click.option("--no-latency", is_flag=True, help="--gate: skip the latency measurement.")
 @click.pass_context
 def eval_cmd(
     ctx: click.Context,
@@ -857,20 +864,27 @@ def eval_cmd(
     markdown_path: str | None,
     gate: bool,
     bipia: str | None,
+    datasets: tuple[str, ...],
+    no_latency: bool,
 ) -> None:
     """Score gated recall, the same ranking without the gate, and an untyped baseline, per capability.
 
     With --gate, score the write gate instead: each data set (the rules' own
-    corpus, BIPIA-composed dev attacks of unseen categories, the frozen
-    held-out set) under each layer, with a confusion table and p95 latency.
+    corpus, the hand-written dev half, BIPIA-composed dev attacks of unseen
+    categories, generated dev attacks, the frozen held-out set) under each
+    layer, with a confusion table and p95 latency.
     """
     import functools
     from pathlib import Path
 
     if gate:
-        from graphmem.eval.gate import gate_datasets, run_gate_eval
+        from graphmem.eval.gate import DATASETS, gate_datasets, run_gate_eval
 
-        gate_report = run_gate_eval(gate_datasets(None if bipia is None else Path(bipia)))
+        try:
+            found = gate_datasets(None if bipia is None else Path(bipia), datasets or DATASETS)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--dataset") from exc
+        gate_report = run_gate_eval(found, timing=not no_latency)
         gate_tables = gate_report.to_markdown()
         click.echo(gate_tables)
         if output:

@@ -23,12 +23,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from graphmem.eval.gate_data import REPO, bipia_lines, default_bipia_dir, generated_lines, labelled
+from graphmem.eval.gate_data import (
+    HANDWRITTEN,
+    REPO,
+    bipia_lines,
+    default_bipia_dir,
+    generated_lines,
+    handwritten_lines,
+    labelled,
+)
 from graphmem.model import Kind, Source, Trust
 from graphmem.model.write import WriteOutcome, WritePolicy, WriteProposal, WriteReason
 from graphmem.policy.decide import decide
 
-__all__ = ["LAYERS", "GateReport", "GateResult", "gate_datasets", "layer_policy", "run_gate_eval"]
+__all__ = ["DATASETS", "LAYERS", "GateReport", "GateResult", "gate_datasets", "layer_policy", "run_gate_eval"]
 
 LAYERS = ("rules", "detector", "all")
 OUTCOMES = ("accepted", "quarantined", "rejected")
@@ -124,20 +132,32 @@ def evaluate(
     return result
 
 
-def gate_datasets(bipia_dir: Path | None = None) -> dict[str, list[dict[str, Any]]]:
-    """The data sets found: ``corpus``, ``heldout`` (the repository), ``bipia-dev`` and
-    ``generated-dev`` (from BIPIA's training split, given or nearby)."""
+DATASETS = ("corpus", "handwritten-dev", "bipia-dev", "generated-dev", "heldout")
+
+
+def gate_datasets(
+    bipia_dir: Path | None = None, names: Iterable[str] = DATASETS
+) -> dict[str, list[dict[str, Any]]]:
+    """The data sets of ``names`` that are found: ``corpus``, ``handwritten-dev``, ``heldout`` (the
+    repository), ``bipia-dev`` and ``generated-dev`` (from BIPIA's training split, given or nearby).
+    A data set not named is not read."""
+    wanted = set(names)
+    if unknown := wanted - set(DATASETS):
+        raise ValueError(f"unknown data set {sorted(unknown)[0]!r}; one of {', '.join(DATASETS)}")
     found: dict[str, list[dict[str, Any]]] = {}
     corpus, heldout = REPO / "tests" / "corpus", REPO / "tests" / "heldout"
-    if (corpus / "attacks.jsonl").is_file():
+    if "corpus" in wanted and (corpus / "attacks.jsonl").is_file():
         found["corpus"] = labelled(corpus, skip_categories=frozenset({"secret"}))
+    if "handwritten-dev" in wanted and (HANDWRITTEN / "attacks.jsonl").is_file():
+        found["handwritten-dev"] = handwritten_lines("dev")
     bipia = bipia_dir or default_bipia_dir()
-    if bipia is not None:
+    if bipia is not None and "bipia-dev" in wanted:
         found["bipia-dev"] = bipia_lines(bipia, "dev")
+    if bipia is not None and "generated-dev" in wanted:
         found["generated-dev"] = [
             {k: v for k, v in line.items() if k != "inserted"} for line in generated_lines(bipia, "dev")
         ]
-    if (heldout / "attacks.jsonl").is_file():
+    if "heldout" in wanted and (heldout / "attacks.jsonl").is_file():
         found["heldout"] = labelled(heldout)
     return found
 

@@ -2,12 +2,14 @@
 
 Data (never ``tests/heldout/``): BIPIA's training split composed with the
 instruction categories of ``gate_data.DEV_CATEGORIES`` left out,
-``tests/corpus/``, and the hand-written variants below. Segments that come
-from an inserted instruction are positives; every other segment is a
-negative. Logistic regression by full-batch gradient descent (Adam) in
-NumPy, with a fixed seed and order, so a retrain reproduces the shipped
+``tests/corpus/``, the train half of the hand-written set
+(``graphmem/eval/data/handwritten/``, weighed up: ``PART_WEIGHTS``), and the
+hand-written variants below. Segments that come from an inserted or
+hand-marked instruction are positives; every other segment is a negative.
+Logistic regression by full-batch gradient descent (Adam) in NumPy, with a
+fixed seed and order, so a retrain reproduces the shipped
 weights. Thresholds come from the training texts alone: quarantine above the
-98.5th percentile of benign texts' scores, reject above their maximum (at
+99th percentile of benign texts' scores, reject above their maximum (at
 least 0.9).
 """
 
@@ -22,7 +24,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from graphmem.eval.gate_data import REPO, bipia_lines, default_bipia_dir, generated_lines, labelled
+from graphmem.eval.gate_data import (
+    REPO,
+    bipia_lines,
+    default_bipia_dir,
+    generated_lines,
+    handwritten_lines,
+    labelled,
+)
 from graphmem.policy.detector import (
     FEATURE_DIM,
     HASH_DIM,
@@ -32,12 +41,20 @@ from graphmem.policy.detector import (
     text_segment_features,
 )
 
-__all__ = ["VARIANTS", "train", "training_texts"]
+__all__ = ["PART_WEIGHTS", "VARIANTS", "train", "training_texts"]
 
-VERSION = "injection-lr-1"
+VERSION = "injection-lr-2"
 EPOCHS = 400
 GENERATED = 1500
-L2_HASHED, L2_DENSE = 3e-3, 1e-4
+# Hashed words are weakly regularised, so plain-language wording ("whoever summarises this") counts.
+L2_HASHED, L2_DENSE = 3e-5, 1e-4
+# How much each part of the training data weighs, per segment, relative to the others (the
+# positive and the negative segments are then balanced to half the loss each).
+# The hand-written half is small (about 120 attacks and 100 look-alikes among 4,500 texts) and the
+# only plain-language part: it weighs 30 times as much per segment.
+PART_WEIGHTS = {"bipia": 1.0, "corpus": 1.0, "generated": 1.0, "handwritten": 30.0, "variants": 1.0}
+# Quarantine above this quantile of the benign training texts' scores.
+QUARANTINE_QUANTILE = 0.99
 
 # Hand-written training variants in other languages (addressed to an AI; never from tests/heldout).
 VARIANTS = (
@@ -97,7 +114,8 @@ def _label_segments(line: dict[str, Any], instruction_segments: set[str] | None)
 
 
 def training_texts(bipia_dir: Path) -> list[tuple[dict[str, Any], set[str] | None]]:
-    """Every training text with, for BIPIA-composed attacks, the segments of the inserted instruction."""
+    """Every training text with, for composed and hand-written attacks, the segments of the
+    instruction in it. Each line's ``part`` names where it comes from (``PART_WEIGHTS``)."""
     out: list[tuple[dict[str, Any], set[str] | None]] = []
     instructions: dict[str, str] = {}
     for family in ("text_attack_train.json", "code_attack_train.json"):
@@ -108,9 +126,9 @@ def training_texts(bipia_dir: Path) -> list[tuple[dict[str, Any], set[str] | Non
     for line in bipia_lines(bipia_dir, "train", per_instruction=16):
         if line["label"] == "attack":
             inserted = next(i for i in instructions if i in line["text"])
-            out.append((line, set(segments(inserted))))
+            out.append(({**line, "part": "bipia"}, set(segments(inserted))))
         else:
-            out.append((line, None))
+            out.append(({**line, "part": "bipia"}, None))
     corpus = labelled(REPO / "tests" / "corpus", skip_categories=frozenset({"secret"}))
     for line in corpus:
         trusted_benign = line["label"] == "benign" and line["source_trust"] == "trusted"
@@ -118,14 +136,19 @@ def training_texts(bipia_dir: Path) -> list[tuple[dict[str, Any], set[str] | Non
             continue  # a trusted author may give orders or quote an attack; untrusted text may not
         if line["label"] == "attack" and line["source_trust"] != "untrusted":
             continue
-        out.append((line, None))
+        out.append(({**line, "part": "corpus"}, None))
     for line in generated_lines(bipia_dir, "train", n=GENERATED):
         inserted = line.pop("inserted", None)
-        out.append((line, set(segments(inserted)) if inserted else None))
+        out.append(({**line, "part": "generated"}, set(segments(inserted)) if inserted else None))
+    for line in handwritten_lines("train"):
+        if line["label"] == "benign" and line["source_trust"] == "trusted":
+            continue  # a trusted author's orders are not what untrusted text may say
+        instruction = line.get("instruction")
+        out.append(({**line, "part": "handwritten"}, set(segments(instruction)) if instruction else None))
     for text in VARIANTS:
-        out.append(({"text": text, "label": "attack", "source_trust": "untrusted"}, None))
+        out.append(({"text": text, "label": "attack", "source_trust": "untrusted", "part": "variants"}, None))
     for text in BENIGN_VARIANTS:
-        out.append(({"text": text, "label": "benign", "source_trust": "untrusted"}, None))
+        out.append(({"text": text, "label": "benign", "source_trust": "untrusted", "part": "variants"}, None))
     return out
 
 
@@ -137,6 +160,7 @@ def train(bipia_dir: Path) -> dict[str, Any]:
     rows: list[dict[int, float]] = []
     labels: list[int] = []
     owner: list[int] = []
+    part_w: list[float] = []
     for n, (line, inserted) in enumerate(texts):
         feats = text_segment_features(str(line["text"]))
         marks = _label_segments(line, inserted)
@@ -145,6 +169,7 @@ def train(bipia_dir: Path) -> dict[str, Any]:
         rows += feats
         labels += marks
         owner += [n] * len(feats)
+        part_w += [PART_WEIGHTS[line["part"]]] * len(feats)
     indptr = np.zeros(len(rows) + 1, dtype=np.int64)
     indptr[1:] = np.cumsum([len(r) for r in rows])
     indices = np.fromiter((i for r in rows for i in sorted(r)), dtype=np.int64, count=int(indptr[-1]))
@@ -152,7 +177,8 @@ def train(bipia_dir: Path) -> dict[str, Any]:
     y = np.asarray(labels, dtype=np.float64)
     row_of = np.repeat(np.arange(len(rows)), np.diff(indptr))
     pos = y.sum()
-    sample_w = np.where(y == 1, 0.5 / pos, 0.5 / (len(y) - pos))
+    part = np.asarray(part_w, dtype=np.float64)
+    sample_w = np.where(y == 1, 0.5 * part / part[y == 1].sum(), 0.5 * part / part[y == 0].sum())
     reg = np.full(FEATURE_DIM, L2_HASHED)
     reg[HASH_DIM:] = L2_DENSE
     w = np.zeros(FEATURE_DIM)
@@ -178,7 +204,7 @@ def train(bipia_dir: Path) -> dict[str, Any]:
     doc_p = 1.0 / (1.0 + np.exp(-np.clip(doc_z, -60, 60)))
     benign = np.asarray([line["label"] == "benign" for line, _ in texts])
     benign_p = np.sort(doc_p[benign & np.isfinite(doc_z)])
-    quarantine_at = float(max(0.5, benign_p[int(0.985 * (len(benign_p) - 1))]))
+    quarantine_at = float(max(0.5, benign_p[int(QUARANTINE_QUANTILE * (len(benign_p) - 1))]))
     reject_at = float(max(0.9, benign_p[-1] + 1e-6))
     blob = array.array("f", weights32.tolist()).tobytes()
     return {
