@@ -720,6 +720,36 @@ def test_usable_as_a_langgraph_store() -> None:
     assert lg.get(("users", "alice"), "visits").value == {"count": 2}  # type: ignore[union-attr]
 
 
+def test_the_readme_langgraph_agent_runs_and_remembers_across_processes(tmp_path: Any) -> None:
+    """The README's LangGraph snippet, as a user pastes it into a script: it answers from what
+    the first turn stored, and a second run of the script (a new process) still recalls it."""
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    found = re.search(r"<!-- readme-test: langgraph-agent -->\n```python\n(.*?)```", readme, re.DOTALL)
+    assert found is not None, "README.md has no langgraph-agent snippet"
+    script = tmp_path / "agent.py"
+    script.write_text(found.group(1), encoding="utf-8")
+    outputs = [
+        subprocess.run(
+            [sys.executable, str(script)],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        ).stdout
+        for _ in range(2)
+    ]
+    assert outputs[0].strip() == "I remember: Call me by phone after 5pm, please."
+    # The second run's first turn already recalls the first run's notes (the store file).
+    assert "Call me by phone after 5pm, please." in outputs[1]
+    lg = GraphmemStore(MemoryStore.embedded(tmp_path / "memory"), "acme")
+    texts = sorted(item.value["text"] for item in lg.search(("memories", "alice"), limit=10))
+    assert texts == sorted(["Call me by phone after 5pm, please.", "When may I phone you?"] * 2)
+
+
 def test_versions_by_id_prefix_are_exactly_the_ids_with_that_prefix(store: MemoryStore, tenant: str) -> None:
     """``with_id_prefix`` (what get/put read) on every backend: the prefix range and nothing
     beside it, in id order, whatever each record's status."""
