@@ -1188,6 +1188,17 @@ class EmbeddedBackend:
                     out.append(Dependent(record, tuple(parents.get(rid, ())), _dt(rows[rid][2])))
         return out
 
+    def superseded_by(self, tenant: str, record_id: str) -> str | None:
+        """The id of a record that supersedes ``record_id`` (None: none does): the
+        ``SUPERSEDES`` edges into it that ``trace(tenant, record_id, 0)`` lists, in one seek."""
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT src FROM lineage WHERE tenant = ? AND dst = ? AND label = 'SUPERSEDES' "
+                "AND dst_is_source = 0 ORDER BY src LIMIT 1",
+                (tenant, record_id),
+            ).fetchone()
+        return None if row is None else str(row[0])
+
     def trace(
         self, tenant: str, record_id: str, depth: int
     ) -> tuple[list[MemoryRecord], list[Source], list[LineageEdgeRow]]:
