@@ -407,6 +407,31 @@ def test_get_and_put_never_read_the_whole_namespace(store: MemoryStore, tenant: 
     assert len(lg.search(("big",), limit=100)) == 30
 
 
+def test_a_search_reads_no_history_on_the_embedded_store(tmp_path: Any) -> None:
+    """Updated and deleted items' old versions stay as history, but a search right after a
+    write decodes only the rows that can pass: its cost follows the live items."""
+    from graphmem.backends.embedded import EmbeddedBackend
+
+    store = MemoryStore.embedded(tmp_path / "store")
+    lg = GraphmemStore(store, "acme", index=INDEX)  # type: ignore[arg-type]
+    for round_ in range(10):
+        for i in range(6):
+            lg.put(("ns",), f"k{i}", {"s": "x" * (i + 1), "n": round_})
+    lg.delete(("ns",), "k5")
+    read: list[str] = []
+    original = EmbeddedBackend._candidate
+
+    def counting(self: EmbeddedBackend, tenant: str, row: Any, *args: Any) -> Any:
+        read.append(row[0])
+        return original(self, tenant, row, *args)
+
+    with patch.object(EmbeddedBackend, "_candidate", counting):
+        found = lg.search(("ns",), query="xx", limit=10)
+    assert sorted(i.key for i in found) == [f"k{i}" for i in range(5)]
+    assert all(i.value["n"] == 9 for i in found)
+    assert len(read) == 5  # of 60 versions: the live head of each item, nothing else
+
+
 def test_concurrent_puts_to_one_key_leave_one_current_version(store: MemoryStore, tenant: str) -> None:
     """Threads (each its own GraphmemStore, as separate processes would be) put one key at
     once: every put is acknowledged, one version is current and it is the last one."""
