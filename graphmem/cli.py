@@ -598,6 +598,15 @@ def _workload_names(values: tuple[str, ...]) -> tuple[str, ...]:
     "against the invariants of SPEC §9 afterwards.",
 )
 @click.option(
+    "--lg-embedder",
+    "lg_embedders",
+    type=click.Choice(["hash", "minilm"]),
+    multiple=True,
+    help="lgstore: also run its rows with this embedding function shared by both stores, repeatable; "
+    "the rows with hashed word counts (hash) always run. minilm: the all-MiniLM-L6-v2 model "
+    "(the optional extra graphmem[embeddings]).",
+)
+@click.option(
     "--in-scope",
     type=click.IntRange(min=1),
     default=1000,
@@ -684,6 +693,7 @@ def bench(
     backend: str,
     sizes: tuple[int, ...],
     workload_values: tuple[str, ...],
+    lg_embedders: tuple[str, ...],
     in_scope: int,
     repeats: int,
     budget: float,
@@ -722,6 +732,11 @@ def bench(
         raise click.UsageError(f"{', '.join(wrong)} needs --backend {ONLY_ON[wrong[0]]}")
     if not sizes:
         sizes = (10_000, 100_000) if backend == "embedded" else (10_000, 100_000, 1_000_000)
+    embedders = tuple(dict.fromkeys(("hash", *lg_embedders)))
+    if "minilm" in embedders and "lgstore" in workloads and ONLY_ON["lgstore"] == backend:
+        from graphmem.bench.lgstore import shared_embed
+
+        shared_embed("minilm")  # the model is there, before minutes of loading
     base = BenchConfig(
         in_scope=in_scope,
         repeats=repeats,
@@ -729,6 +744,7 @@ def bench(
         forget_mode=ForgetMode(forget_mode),
         mixed_ops=mixed_ops,
         corpus=corpus,
+        lgstore_embedders=embedders,
     )
     if cascades:
         base = dataclasses.replace(base, cascades=cascades)

@@ -100,6 +100,16 @@ class LineageOps(StoreCore):
             for record, at, cause in fallen
         ]
 
+    def _superseded_by(self, tenant: str, record_id: str) -> str | None:
+        """A record superseding ``record_id``, if any: one seek where the backend has it
+        (``superseded_by``), else from the record's lineage (``trace`` at depth 0)."""
+        seek = getattr(self.backend, "superseded_by", None)
+        if seek is not None:
+            found: str | None = seek(tenant, record_id)
+            return found
+        _, _, edges = self.backend.trace(tenant, record_id, 0)
+        return min((e.src for e in edges if e.type == "SUPERSEDES" and e.dst == record_id), default=None)
+
     @transactional
     def supersede(self, tenant: str, old_id: str, new_record: MemoryRecord, reason: str) -> MemoryRecord:
         """Write ``new_record`` as the replacement of ``old_id``; the old one stays for history.
@@ -133,14 +143,13 @@ class LineageOps(StoreCore):
                 f"record {old_id!r} is {old.status.value}; a forgotten record cannot be superseded",
                 code="forgotten_record",
             )
-        _, _, edges = self.backend.trace(tenant, old_id, 0)
-        for e in edges:
-            if e.type == "SUPERSEDES" and e.dst == old_id:
-                raise LineageError(
-                    f"record {old_id!r} was already superseded by {e.src!r}; supersede {e.src!r} instead "
-                    "so that one line of versions stays current",
-                    code="already_superseded",
-                )
+        newer = self._superseded_by(tenant, old_id)
+        if newer is not None:
+            raise LineageError(
+                f"record {old_id!r} was already superseded by {newer!r}; supersede {newer!r} instead "
+                "so that one line of versions stays current",
+                code="already_superseded",
+            )
         at = new_record.valid_from or new_record.event_time or self.clock()
         edge = AddEdge(tenant=tenant, label="SUPERSEDES", src=new_record.id, dst=old_id, at=at, reason=reason)
         cascade = self._cascade_invalidation(tenant, {old_id: at}, f"{old_id} superseded by {new_record.id}")

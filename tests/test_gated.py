@@ -30,13 +30,14 @@ from graphmem import (
     Status,
 )
 from graphmem.backends.embedded import EmbeddedBackend
+from graphmem.errors import GraphmemError
 from graphmem.gate import run_gate
 from graphmem.gated import LIMITED, RowGate, Verdicts, ViewGate
 from graphmem.model import DropReason
 from graphmem.model.canonical import canonical_json
 from graphmem.ranking import Prepared, cosine, rank, rank_prepared
 from graphmem.receipts import candidates_digest, decision_fragment, decisions_digest, json_string
-from tests.conftest import KNOWN, T0
+from tests.conftest import KNOWN, T0, Clock
 
 H = timedelta(hours=1)
 WORDS = ["gateway", "retry", "timeout", "refund", "ledger", "queue", "ünïcode", 'quote"d', "back\\slash"]
@@ -213,6 +214,63 @@ def test_views_equal_the_reference_gate_at_every_now(seed: int) -> None:
                         tenant="t", target=target, mode=ForgetMode.REVOKE, reason="r", requested_by="u"
                     )
                 )
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000))
+def test_survivors_equal_the_gate_survivors_at_every_time(seed: int) -> None:
+    """``EmbeddedBackend.survivors`` (what passes, without reading rows out of use) gives the
+    reference gate's survivors across writes (supersessions, invalidations, revocations, new
+    records) and across valid and knowledge times moving either way, before and after the
+    writes' own times — also when its held result is asked again."""
+    rng = random.Random(seed)
+    clock = Clock(T0 - 100 * H)  # the records' creation: known from then
+    store = MemoryStore.embedded(audit_recalls=False, clock=clock)
+    store.scope_within("t", "case:a", "workspace:w")
+    store.add_many(_records("t", rng, 40))
+    backend = store.backend
+    assert isinstance(backend, EmbeddedBackend)
+    writes: list[datetime] = [clock.at]
+    for step in range(40):
+        clock.at += rng.randint(1, 4) * H
+        at = rng.choice([*writes, KNOWN]) + rng.choice([-H, timedelta(0), H])  # around a write
+        ctx = ReadContext(
+            as_of=at,
+            tenant="t",
+            scopes=(rng.choice(["case:a", "case:b", "workspace:w"]),),
+            now=T0 + rng.randint(-60, 60) * H,
+            environment=tuple(rng.sample(["cap-a", "cap-b"], rng.randint(0, 2))),
+        )
+        reference = sorted(run_gate(backend.candidates(ctx), ctx).survivors)
+        assert sorted(backend.survivors(ctx)) == reference
+        assert sorted(backend.survivors(ctx)) == reference  # held
+        if rng.random() < 0.3:
+            assert sorted(backend.gate(ctx).survivors) == reference
+        if rng.random() < 0.5:
+            target = f"r{rng.randrange(40):03d}"
+            roll = rng.random()
+            try:
+                if roll < 0.2:
+                    (fresh,) = _records("t", rng, 1)
+                    store.add(fresh.model_copy(update={"id": f"new{step}"}))
+                elif roll < 0.55:
+                    old = backend.get("t", target)
+                    assert old is not None
+                    successor = old.model_copy(
+                        update={"id": f"{target}-v{step}", "content": old.content + " again"}
+                    )
+                    store.supersede("t", target, successor, reason="newer")
+                elif roll < 0.8:
+                    store.invalidate("t", target, by="s0", reason="disproved", at=ctx.now - H)
+                else:
+                    store.forget(
+                        ForgetRequest(
+                            tenant="t", target=target, mode=ForgetMode.REVOKE, reason="r", requested_by="u"
+                        )
+                    )
+            except GraphmemError:
+                pass  # e.g. a second supersession of one record, or of a revoked one
+            writes.append(clock.at)
 
 
 _ID_CHARS = "abcXYZ019._:@+-"

@@ -407,6 +407,31 @@ def test_get_and_put_never_read_the_whole_namespace(store: MemoryStore, tenant: 
     assert len(lg.search(("big",), limit=100)) == 30
 
 
+def test_a_search_reads_no_history_on_the_embedded_store(tmp_path: Any) -> None:
+    """Updated and deleted items' old versions stay as history, but a search right after a
+    write decodes only the rows that can pass: its cost follows the live items."""
+    from graphmem.backends.embedded import EmbeddedBackend
+
+    store = MemoryStore.embedded(tmp_path / "store")
+    lg = GraphmemStore(store, "acme", index=INDEX)  # type: ignore[arg-type]
+    for round_ in range(10):
+        for i in range(6):
+            lg.put(("ns",), f"k{i}", {"s": "x" * (i + 1), "n": round_})
+    lg.delete(("ns",), "k5")
+    read: list[str] = []
+    original = EmbeddedBackend._candidate
+
+    def counting(self: EmbeddedBackend, tenant: str, row: Any, *args: Any) -> Any:
+        read.append(row[0])
+        return original(self, tenant, row, *args)
+
+    with patch.object(EmbeddedBackend, "_candidate", counting):
+        found = lg.search(("ns",), query="xx", limit=10)
+    assert sorted(i.key for i in found) == [f"k{i}" for i in range(5)]
+    assert all(i.value["n"] == 9 for i in found)
+    assert len(read) == 5  # of 60 versions: the live head of each item, nothing else
+
+
 def test_concurrent_puts_to_one_key_leave_one_current_version(store: MemoryStore, tenant: str) -> None:
     """Threads (each its own GraphmemStore, as separate processes would be) put one key at
     once: every put is acknowledged, one version is current and it is the last one."""
@@ -718,6 +743,36 @@ def test_usable_as_a_langgraph_store() -> None:
     graph.invoke({"user": "alice", "seen": 0})
     assert graph.invoke({"user": "alice", "seen": 0})["seen"] == 2
     assert lg.get(("users", "alice"), "visits").value == {"count": 2}  # type: ignore[union-attr]
+
+
+def test_the_readme_langgraph_agent_runs_and_remembers_across_processes(tmp_path: Any) -> None:
+    """The README's LangGraph snippet, as a user pastes it into a script: it answers from what
+    the first turn stored, and a second run of the script (a new process) still recalls it."""
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    found = re.search(r"<!-- readme-test: langgraph-agent -->\n```python\n(.*?)```", readme, re.DOTALL)
+    assert found is not None, "README.md has no langgraph-agent snippet"
+    script = tmp_path / "agent.py"
+    script.write_text(found.group(1), encoding="utf-8")
+    outputs = [
+        subprocess.run(
+            [sys.executable, str(script)],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        ).stdout
+        for _ in range(2)
+    ]
+    assert outputs[0].strip() == "I remember: Call me by phone after 5pm, please."
+    # The second run's first turn already recalls the first run's notes (the store file).
+    assert "Call me by phone after 5pm, please." in outputs[1]
+    lg = GraphmemStore(MemoryStore.embedded(tmp_path / "memory"), "acme")
+    texts = sorted(item.value["text"] for item in lg.search(("memories", "alice"), limit=10))
+    assert texts == sorted(["Call me by phone after 5pm, please.", "When may I phone you?"] * 2)
 
 
 def test_versions_by_id_prefix_are_exactly_the_ids_with_that_prefix(store: MemoryStore, tenant: str) -> None:

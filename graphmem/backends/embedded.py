@@ -137,6 +137,15 @@ _PARENTS = "SELECT parent FROM within WHERE tenant = ? AND child = ?"
 _PARENTS_KNOWN = (
     "SELECT parent FROM within WHERE tenant = ? AND child = ? AND (recorded IS NULL OR recorded <= ?)"
 )
+# A row the gate drops at a knowledge time (the first parameter) and valid time (the second
+# and third) and at every later pair, by its columns alone: last changed by then (so its
+# columns are its state then: ``Candidate.version_at``, ``ends_known_at``), and not active,
+# or superseded or invalidated by then (``drop_reason``). Timestamps are ``ts`` text.
+_OUT_OF_USE = (
+    "((changed_at IS NULL OR changed_at <= ?) AND (status != 'active' "
+    "OR (superseded_at IS NOT NULL AND superseded_at <= ?) "
+    "OR (invalidated_at IS NOT NULL AND invalidated_at <= ?)))"
+)
 _GATE_COLUMNS = (
     "id, fingerprint, kind, policy, status, start, stop, recency, sensitivity, succeeded, "
     "preconditions, superseded_at, invalidated_at, scope, content, embedding, known_from, changed_at, "
@@ -198,16 +207,16 @@ class _GateMemo:
     ) -> None:
         """Hold ``v`` while the revisions are ``revs`` and (now, as of) stay in the same
         intervals of the (valid, knowledge) time ``boundaries``."""
-        size = len(v.rows)
+        size = _held_size(v)
         if size > self.max_candidates // 4:
             return
         with self._lock:
             old = self._entries.pop(key, None)
             if old is not None:
-                self._held -= len(old[3].rows)
+                self._held -= _held_size(old[3])
             while self._entries and self._held + size > self.max_candidates:
                 _, dropped = self._entries.popitem(last=False)
-                self._held -= len(dropped[3].rows)
+                self._held -= _held_size(dropped[3])
             interval = (bisect_right(boundaries[0], times[0]), bisect_right(boundaries[1], times[1]))
             self._entries[key] = (revs, boundaries, interval, v)
             self._held += size
@@ -215,7 +224,13 @@ class _GateMemo:
     def drop_tenant(self, tenant: str) -> None:
         with self._lock:
             for key in [k for k in self._entries if k[0] == tenant]:
-                self._held -= len(self._entries.pop(key)[3].rows)
+                self._held -= _held_size(self._entries.pop(key)[3])
+
+
+def _held_size(v: Verdicts) -> int:
+    """What a memo entry counts against its bound: its candidates (survivors only, for the
+    survivors of ``EmbeddedBackend.survivors``)."""
+    return max(len(v.rows), len(v.corpus.docs))
 
 
 _CHANGES_HELD = 1024
@@ -851,18 +866,79 @@ class EmbeddedBackend:
             )
         return reached, matching, tuple(revs.get(s, 0) for s in reached)
 
+    @staticmethod
+    def _gate_key(ctx: ReadContext, reached: list[str]) -> tuple[Any, ...]:
+        """What the gate reads from a context besides its times: the memo's key (tenant first)."""
+        return (
+            ctx.tenant,
+            tuple(reached),
+            ctx.own_runs,
+            ctx.policy,
+            ctx.kinds,
+            ctx.clearance,
+            ctx.environment,
+        )
+
+    def survivors(self, ctx: ReadContext) -> list[tuple[str, str, float, tuple[float, ...] | None]]:
+        """``gate(ctx).survivors`` without the other candidates' verdicts, for reads that need
+        only what passes (LangGraph's search): a row out of use as of the context's knowledge
+        time (superseded, revoked, …: not active, and last changed before then or never) is
+        not read into a candidate, since its status holds at every later knowledge time — so
+        an item's history costs a search nothing. Held like the gate's verdicts, for the same
+        scope revisions and time intervals, from the knowledge time read on."""
+        with self._read() as conn:
+            reached, matching, revs = self._reach(conn, ctx)
+            key = self._gate_key(ctx, reached)
+            own = (*key, "survivors")
+            found = self._memo.get(key, revs, ctx.now, ctx.known_at) or self._memo.get(
+                own, revs, ctx.now, ctx.known_at
+            )
+            if found is not None:
+                return ViewGate(found).survivors
+            survivors: list[tuple[str, str, float, tuple[float, ...] | None]] = []
+            models: dict[str, str] = {}
+            # The rows left out pass at no time from the read's on (and none before it is
+            # claimed): its now and knowledge time bound what is held.
+            times: set[datetime] = {ctx.now}
+            known: set[datetime] = {ctx.known_at}
+            for at in range(0, len(reached), 500):
+                chunk = reached[at : at + 500]
+                rows = conn.execute(
+                    f"SELECT {_GATE_COLUMNS} FROM records WHERE tenant = ? "
+                    f"AND scope IN ({_marks(len(chunk))}) AND NOT {_OUT_OF_USE}",
+                    (ctx.tenant, *chunk, ts(ctx.known_at), ts(ctx.now), ts(ctx.now)),
+                )
+                for row in rows.fetchall():
+                    cand = self._candidate(ctx.tenant, row, conn, ctx.known_at)
+                    times.update(
+                        t
+                        for t in (cand.start, cand.end, cand.superseded_at, cand.invalidated_at)
+                        if t is not None
+                    )
+                    known.update(t for t in (cand.known_from, cand.changed_at) if t is not None)
+                    if cand.changes:
+                        times.update(c[1] for c in cand.changes)
+                        known.update(c[2] for c in cand.changes if c[2] is not None)
+                    known.update(v[0] for v in cand.versions)
+                    if (
+                        unknown_at(cand, ctx.known_at)
+                        or drop_reason(cand, ctx, row[13] in matching) is not None
+                    ):
+                        continue
+                    emb = row[15]
+                    survivors.append(
+                        (cand.id, row[14], cand.recency, None if emb is None else tuple(array("d", emb)))
+                    )
+                    if row[18] is not None:
+                        models[cand.id] = row[18]
+        made = Verdicts.of_rows((), survivors, models)
+        self._memo.put(own, revs, (sorted(times), sorted(known)), (ctx.now, ctx.known_at), made)
+        return ViewGate(made).survivors
+
     def gate(self, ctx: ReadContext) -> ViewGate:
         with self._read() as conn:
             reached, matching, revs = self._reach(conn, ctx)
-            key = (
-                ctx.tenant,
-                tuple(reached),
-                ctx.own_runs,
-                ctx.policy,
-                ctx.kinds,
-                ctx.clearance,
-                ctx.environment,
-            )
+            key = self._gate_key(ctx, reached)
             found = self._memo.get(key, revs, ctx.now, ctx.known_at)
             if found is not None:
                 return ViewGate(found)
@@ -1150,6 +1226,17 @@ class EmbeddedBackend:
                 for rid, record in zip(stored, records, strict=True):
                     out.append(Dependent(record, tuple(parents.get(rid, ())), _dt(rows[rid][2])))
         return out
+
+    def superseded_by(self, tenant: str, record_id: str) -> str | None:
+        """The id of a record that supersedes ``record_id`` (None: none does): the
+        ``SUPERSEDES`` edges into it that ``trace(tenant, record_id, 0)`` lists, in one seek."""
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT src FROM lineage WHERE tenant = ? AND dst = ? AND label = 'SUPERSEDES' "
+                "AND dst_is_source = 0 ORDER BY src LIMIT 1",
+                (tenant, record_id),
+            ).fetchone()
+        return None if row is None else str(row[0])
 
     def trace(
         self, tenant: str, record_id: str, depth: int

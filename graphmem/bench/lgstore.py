@@ -8,23 +8,36 @@ same run, alternating, so a noisy machine slows both alike. Each row carries bot
 latencies and their ratio (the target: graphmem within 3 times ``InMemoryStore``) and
 whether the two returned the same keys. A last row times 1,000 mixed operations on one
 namespace (target: ≤ 5 s).
+
+The rows run once per embedding function (``EMBEDDERS``), each row labelled with it:
+``hash`` (hashed word counts, nearly free, so the rows show the stores' own cost) and
+``minilm`` (the all-MiniLM-L6-v2 model, ``graphmem.embeddings.MiniLMEmbedder``: what a
+LangGraph user pays, one model call per put and per search query on both sides). The
+namespaces are filled from vectors computed once, in batches, and handed to both stores
+by a lookup; every timed call embeds with the model itself.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import random
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from graphmem.bench.core import Latency
+from graphmem.errors import GraphmemError
 from graphmem.store import MemoryStore
 
-__all__ = ["embed", "lgstore_workload", "sentences"]
+__all__ = ["EMBEDDERS", "SharedEmbed", "embed", "lgstore_workload", "sentences", "shared_embed"]
+
+EMBEDDERS = ("hash", "minilm")
+"""The embedding functions the workload can share between the two stores."""
+_FILL_BATCH = 256  # texts a model call while the fill's vectors are computed
 
 _DIMS = 64
 _SUBJECTS = [
@@ -60,14 +73,80 @@ def embed(texts: list[str]) -> list[list[float]]:
     return out.tolist()
 
 
-def _index() -> dict[str, Any]:
-    return {"dims": _DIMS, "embed": embed, "fields": ["text"]}
+class SharedEmbed:
+    """The embedding function both stores are given (LangGraph's ``embed``: texts to vectors).
+
+    While ``filling`` a namespace it answers from vectors computed beforehand (the same for
+    both stores); otherwise it calls the model, and keeps each call's milliseconds
+    (``calls_ms``) so a row can say what the model itself cost."""
+
+    def __init__(self, name: str, model: Callable[[list[str]], Sequence[Sequence[float]]], dims: int):
+        self.name = name
+        self.model_name = name  # LangGraph's model id of the index (``embedding_model_id``)
+        self.dims = dims
+        self._model = model
+        self._table: dict[str, list[float]] | None = None
+        self.calls_ms: list[float] = []
+
+    def __call__(self, texts: list[str]) -> list[list[float]]:
+        if self._table is not None:
+            return [self._table[text] for text in texts]
+        start = time.perf_counter()
+        out = [[float(x) for x in vector] for vector in self._model(list(texts))]
+        self.calls_ms.append((time.perf_counter() - start) * 1000.0)
+        return out
+
+    def vectors(self, texts: list[str]) -> dict[str, list[float]]:
+        """The model's vectors of ``texts``, computed in batches (untimed: the fill's)."""
+        table: dict[str, list[float]] = {}
+        for i in range(0, len(texts), _FILL_BATCH):
+            chunk = texts[i : i + _FILL_BATCH]
+            table.update(zip(chunk, ([float(x) for x in v] for v in self._model(chunk)), strict=True))
+        return table
+
+    @contextlib.contextmanager
+    def filling(self, table: dict[str, list[float]]) -> Iterator[None]:
+        """Answer from ``table`` (a text missing from it is a ``KeyError``) until the block ends."""
+        self._table = table
+        try:
+            yield
+        finally:
+            self._table = None
+
+    def index(self) -> dict[str, Any]:
+        """LangGraph's ``IndexConfig`` with this function, over the items' ``text``."""
+        return {"dims": self.dims, "embed": self, "fields": ["text"]}
 
 
-def _timed(call: Callable[[], object]) -> float:
+def shared_embed(embedder: str) -> SharedEmbed:
+    """The ``SharedEmbed`` named ``embedder`` (one of ``EMBEDDERS``), loaded and ready.
+
+    ``minilm`` raises ``GraphmemError`` (``embedder_unavailable``) when the optional model
+    package is not installed."""
+    if embedder == "hash":
+        return SharedEmbed(f"hash-{_DIMS}", embed, _DIMS)
+    if embedder == "minilm":
+        from graphmem.embeddings import MINILM_DIMENSIONS, MiniLMEmbedder
+
+        try:
+            model = MiniLMEmbedder()
+            model.embed(["load the model"])
+        except GraphmemError as err:
+            raise GraphmemError(
+                f"the lgstore workload with the minilm embedder needs the MiniLM model: {err}",
+                code="embedder_unavailable",
+            ) from err
+        return SharedEmbed(model.name, model.embed, MINILM_DIMENSIONS)
+    raise GraphmemError(
+        f"unknown LangGraph bench embedder {embedder!r}: choose from {', '.join(EMBEDDERS)}",
+        code="invalid_embedder",
+    )
+
+
+def _timed(call: Callable[[], object]) -> tuple[float, object]:
     start = time.perf_counter()
-    call()
-    return (time.perf_counter() - start) * 1000.0
+    result = call()
+    return (time.perf_counter() - start) * 1000.0, result
 
 
 def lgstore_workload(
@@ -76,33 +155,48 @@ def lgstore_workload(
     sizes: tuple[int, ...] = (1_000, 10_000),
     repeats: int = 200,
     mixed: int = 1_000,
+    embedders: Sequence[str] = ("hash",),
 ) -> list[dict[str, Any]]:
-    """Rows ``lgstore_get``, ``lgstore_put``, ``lgstore_search`` per size, and ``lgstore_mixed``."""
+    """Rows ``lgstore_get``, ``lgstore_put``, ``lgstore_search`` per size, and ``lgstore_mixed``,
+    for each of ``embedders`` (each row's ``embedder`` names the function)."""
 
     rows: list[dict[str, Any]] = []
-    for size in sizes:
-        rows += _one_size(store, f"{tenant}-{size}", size, repeats)
-    rows.append(_mixed(store, f"{tenant}-mixed", mixed))
+    for name in embedders:
+        shared = shared_embed(name)
+        # sentences(n) is the first n of sentences(max): one table serves every size.
+        texts = sentences(max(sizes, default=0))
+        table = shared.vectors(texts)
+        for size in sizes:
+            rows += _one_size(store, f"{tenant}-{name}-{size}", size, repeats, shared, texts[:size], table)
+        rows.append(_mixed(store, f"{tenant}-{name}-mixed", mixed, shared))
     return rows
 
 
-def _one_size(store: MemoryStore, tenant: str, size: int, repeats: int) -> list[dict[str, Any]]:
+def _one_size(
+    store: MemoryStore,
+    tenant: str,
+    size: int,
+    repeats: int,
+    shared: SharedEmbed,
+    texts: list[str],
+    table: dict[str, list[float]],
+) -> list[dict[str, Any]]:
     from langgraph.store.base import PutOp
     from langgraph.store.memory import InMemoryStore
 
     from graphmem.integrations.langgraph import GraphmemStore
 
     rows: list[dict[str, Any]] = []
-    floors = _floors(store, size, repeats)
-    texts = sentences(size)
+    floors = _floors(store, [table[t] for t in texts], repeats)
     ns = ("bench", f"n{size}")
-    reference = InMemoryStore(index=_index())  # type: ignore[arg-type]
-    ours = GraphmemStore(store, tenant, index=_index())  # type: ignore[arg-type]
-    for target in (reference, ours):
-        for i in range(0, size, 1000):
-            target.batch(
-                [PutOp(ns, f"k{j}", {"text": texts[j], "n": j}) for j in range(i, min(size, i + 1000))]
-            )
+    reference = InMemoryStore(index=shared.index())  # type: ignore[arg-type]
+    ours = GraphmemStore(store, tenant, index=shared.index())  # type: ignore[arg-type]
+    with shared.filling(table):
+        for target in (reference, ours):
+            for i in range(0, size, 1000):
+                target.batch(
+                    [PutOp(ns, f"k{j}", {"text": texts[j], "n": j}) for j in range(i, min(size, i + 1000))]
+                )
     rng = random.Random(size)
     keys = [f"k{rng.randrange(size)}" for _ in range(repeats)]
     queries = [texts[rng.randrange(size)].split(" (")[0] for _ in range(repeats)]
@@ -115,19 +209,23 @@ def _one_size(store: MemoryStore, tenant: str, size: int, repeats: int) -> list[
         for i in range(5):  # warm both
             call(reference, i)
             call(ours, i)
+        shared.calls_ms.clear()
         theirs_ms: list[float] = []
         ours_ms: list[float] = []
         same = True
         for i in range(repeats):
-            theirs_ms.append(_timed(lambda: call(reference, i)))  # noqa: B023
-            ours_ms.append(_timed(lambda: call(ours, i)))  # noqa: B023
+            theirs, expected = _timed(lambda: call(reference, i))  # noqa: B023
+            mine_ms, got = _timed(lambda: call(ours, i))  # noqa: B023
+            theirs_ms.append(theirs)
+            ours_ms.append(mine_ms)
             if name != "put":
-                same = same and _keys(call(reference, i)) == _keys(call(ours, i))
+                same = same and _keys(expected) == _keys(got)
         mine, base = Latency(ours_ms), Latency(theirs_ms)
         floor = floors[name]
         rows.append(
             {
                 "workload": f"lgstore_{name}",
+                "embedder": shared.name,
                 "namespace_items": size,
                 "latency": mine.summary(),
                 "inmemory_latency": base.summary(),
@@ -138,6 +236,8 @@ def _one_size(store: MemoryStore, tenant: str, size: int, repeats: int) -> list[
                 "same_results": same,
                 "floor": floor.summary(),
                 "ratio_to_floor_p50": _ratio(statistics.median(ours_ms), statistics.median(floor.samples)),
+                # One model call, as both stores made it inside their timed calls (None: get).
+                "embed_latency": Latency(shared.calls_ms).summary() if shared.calls_ms else None,
             }
         )
     return rows
@@ -147,21 +247,21 @@ def _ratio(ours: float, theirs: float) -> float | None:
     return round(ours / theirs, 2) if theirs else None
 
 
-def _floors(store: MemoryStore, size: int, repeats: int) -> dict[str, Latency]:
+def _floors(store: MemoryStore, vectors: list[list[float]], repeats: int) -> dict[str, Latency]:
     """What each operation cannot beat, measured beside it: a bare SQLite key seek (get), one
     durable SQLite commit of one row in the store's directory (put: WAL, ``synchronous=FULL``),
-    and one NumPy cosine pass over ``size`` vectors (search)."""
+    and one NumPy cosine pass over the namespace's ``vectors`` (search)."""
     from graphmem.bench.engine import sqlite_key_floors
 
-    get_ms, put_ms = sqlite_key_floors(store, size, repeats)
-    vectors = np.array(embed(sentences(size)))
-    query = np.array(embed(["The payment gateway times out after thirty seconds"])[0])
+    get_ms, put_ms = sqlite_key_floors(store, len(vectors), repeats)
+    matrix = np.array(vectors)
+    query = matrix[0]
 
     def search() -> None:
-        norms = np.linalg.norm(vectors, axis=1) * np.linalg.norm(query)
-        np.argsort(-(vectors @ query) / np.where(norms == 0, 1, norms))[:10]
+        norms = np.linalg.norm(matrix, axis=1) * np.linalg.norm(query)
+        np.argsort(-(matrix @ query) / np.where(norms == 0, 1, norms))[:10]
 
-    search_ms = [_timed(search) for _ in range(repeats)]
+    search_ms = [_timed(search)[0] for _ in range(repeats)]
     return {"get": Latency(get_ms), "put": Latency(put_ms), "search": Latency(search_ms)}
 
 
@@ -173,9 +273,9 @@ def _keys(result: object) -> object:
     return (result.key, result.value)  # type: ignore[attr-defined]
 
 
-def _mixed(store: MemoryStore, tenant: str, count: int = 1000) -> dict[str, Any]:
+def _mixed(store: MemoryStore, tenant: str, count: int, shared: SharedEmbed) -> dict[str, Any]:
     """``count`` operations on one namespace (40% put, 30% get, 20% search, 10% delete),
-    the same sequence on both stores; seconds for each."""
+    the same sequence on both stores; seconds for each, and of them the model's own."""
     from langgraph.store.memory import InMemoryStore
 
     from graphmem.integrations.langgraph import GraphmemStore
@@ -185,7 +285,8 @@ def _mixed(store: MemoryStore, tenant: str, count: int = 1000) -> dict[str, Any]
     ops = [(rng.random(), f"k{rng.randrange(max(1, count // 5))}", i) for i in range(count)]
     ns = ("bench", "mixed")
 
-    def run(target: Any) -> float:
+    def run(target: Any) -> tuple[float, float]:
+        shared.calls_ms.clear()
         start = time.perf_counter()
         for roll, key, i in ops:
             if roll < 0.4:
@@ -196,15 +297,18 @@ def _mixed(store: MemoryStore, tenant: str, count: int = 1000) -> dict[str, Any]
                 target.search(ns, query=texts[i].split(" (")[0], limit=5)
             else:
                 target.delete(ns, key)
-        return time.perf_counter() - start
+        return time.perf_counter() - start, sum(shared.calls_ms) / 1000.0
 
-    reference_s = run(InMemoryStore(index=_index()))  # type: ignore[arg-type]
-    ours_s = run(GraphmemStore(store, tenant, index=_index()))  # type: ignore[arg-type]
+    reference_s, reference_embed_s = run(InMemoryStore(index=shared.index()))  # type: ignore[arg-type]
+    ours_s, ours_embed_s = run(GraphmemStore(store, tenant, index=shared.index()))  # type: ignore[arg-type]
     return {
         "workload": "lgstore_mixed",
+        "embedder": shared.name,
         "operations": count,
         "seconds": round(ours_s, 3),
         "per_s": round(count / ours_s, 1) if ours_s else 0.0,
+        "embed_seconds": round(ours_embed_s, 3),
         "inmemory_seconds": round(reference_s, 3),
+        "inmemory_embed_seconds": round(reference_embed_s, 3),
         "ratio": round(ours_s / reference_s, 1) if reference_s else None,
     }

@@ -103,10 +103,13 @@ class BenchConfig:
     """Concurrency: operations per mixed thread (8 x 1,250 = 10,000), beside 4 reader threads."""
     recall_clients: tuple[int, ...] = (1, 4, 16)
     clients_s: float = 5.0
+    """Concurrency: seconds of recalls for each number of client threads."""
     #: LangGraph store workload: items a namespace, and operations of the mixed run.
     lgstore_sizes: tuple[int, ...] = (1_000, 10_000)
     lgstore_mixed: int = 1_000
-    """Concurrency: seconds of recalls for each number of client threads."""
+    lgstore_embedders: tuple[str, ...] = ("hash",)
+    """LangGraph store workload: the embedding functions both stores share, a set of rows each
+    (``hash``: hashed word counts; ``minilm``: the all-MiniLM-L6-v2 model, ``lgstore.EMBEDDERS``)."""
     progress: Progress = field(default=_quiet, compare=False)
 
     def timed(self, call: Callable[[], object], description: str) -> Latency:

@@ -379,6 +379,7 @@ class GraphmemStore(BaseStore):
         self._lock = threading.RLock()
         self._last_seq = 0
         self._linked: set[Namespace] = set()
+        self._scope_names: dict[Namespace, list[str]] = {}  # namespace -> _scopes_of it
         self._decoded: OrderedDict[str, _Entry | None] = OrderedDict()
         # (namespace, key) -> (its read context's base, head entry, record, gate candidate, in
         # scope, the times its verdict was last found to hold through), all read at or after
@@ -400,12 +401,24 @@ class GraphmemStore(BaseStore):
     def scope_of(self, namespace: Namespace) -> str:
         """The scope this store writes ``namespace``'s items to (``namespace_scope`` with the
         backend's name digest): a ``MemoryStore.forget`` target for the namespace."""
-        return namespace_scope(tuple(namespace), self._digest)
+        return self._scopes_of(tuple(namespace))[0]
 
     def _scopes_of(self, namespace: Namespace) -> list[str]:
         """The scopes ``namespace``'s items may apply to: this store's name and, where it
-        differs (a hashed name on Neo4j), the SHA-256 name earlier versions wrote."""
-        return list(dict.fromkeys((self.scope_of(namespace), namespace_scope(namespace))))
+        differs (a hashed name on Neo4j), the SHA-256 name earlier versions wrote. Found once
+        per namespace: a name digest is the same for the same value and tenant, always."""
+        try:
+            names = self._scope_names.get(namespace)
+        except TypeError:  # an unhashable label: namespace_scope refuses it
+            names = None
+        if names is None:
+            names = list(
+                dict.fromkeys((namespace_scope(namespace, self._digest), namespace_scope(namespace)))
+            )
+            if len(self._scope_names) >= _DECODED:
+                self._scope_names.clear()
+            self._scope_names[namespace] = names
+        return list(names)
 
     def _prefixes(self, namespace: Namespace, key: str) -> list[str]:
         """The id prefixes of the item's versions: this store's, then the SHA-256 one earlier
@@ -494,7 +507,12 @@ class GraphmemStore(BaseStore):
             for scope in list(scopes):
                 scopes |= self.store.backend.scope_descendants(self.tenant, scope)
         newest: dict[tuple[Namespace, str], _Entry] = {}
-        for record_id, content, _, _ in self.store.backend.gate(self._ctx(scopes)).survivors:
+        ctx = self._ctx(scopes)
+        backend = self.store.backend
+        # Only what passes is needed: a backend that can leave out the rest (superseded
+        # versions, deleted items) reads no history.
+        survivors = backend.survivors(ctx) if hasattr(backend, "survivors") else backend.gate(ctx).survivors
+        for record_id, content, _, _ in survivors:
             entry = self._decode(record_id, content)
             if entry is None or entry.namespace[: len(prefix)] != prefix:
                 continue
@@ -546,14 +564,31 @@ class GraphmemStore(BaseStore):
         one found last holds while now and the knowledge time stay short of the candidate's
         next time after where it was found (``steady_until``), else it is found again.
         """
+        held = self._held(namespace, key)
+        if not isinstance(held, tuple):
+            return held
+        entry, record = held
+        if refresh and entry.ttl is not None:
+            return None  # a TTL refresh writes: the slow path does it in one transaction
+        return Item(
+            value=_copied(entry.value),
+            key=entry.key,
+            namespace=entry.namespace,
+            created_at=record.created_at,
+            updated_at=record.created_at,
+        )
+
+    def _held(self, namespace: Namespace, key: str) -> tuple[_Entry, MemoryRecord] | bool | None:
+        """The held head of an item and its record, if the gate passes it now (``_held_head``);
+        ``False`` when it no longer does, ``None`` when none is held. Inside a write
+        transaction the revision is its snapshot's, its own writes counted: a head held at it
+        is the item's current version there too."""
         if not self._sync_heads():
             return None
         held = self._heads.get((namespace, key))
         if held is None:
             return None
         base, entry, record, candidate, in_scope, steady = held
-        if refresh and entry.ttl is not None:
-            return None  # a TTL refresh writes: the slow path does it in one transaction
         now = self.clock()
         as_of = now if self.clock is self.store.clock else max(now, self.store.clock())
         if not steady.holds(now, as_of):
@@ -562,13 +597,7 @@ class GraphmemStore(BaseStore):
             if drop_reason(candidate, ctx, in_scope) is not None:
                 return False
             steady.found(candidate, now, as_of)
-        return Item(
-            value=_copied(entry.value),
-            key=entry.key,
-            namespace=entry.namespace,
-            created_at=record.created_at,
-            updated_at=record.created_at,
-        )
+        return entry, record
 
     def _hold_head(
         self,
@@ -795,8 +824,11 @@ class GraphmemStore(BaseStore):
         ttl: float | None,
     ) -> None:
         """One put in one transaction: read the item's head and supersede it (or add the
-        first version), so concurrent puts to one key leave exactly one current version."""
-        head = self._head(namespace, key)
+        first version), so concurrent puts to one key leave exactly one current version.
+        The head is the one held since the store last changed, where there is one (read at
+        this transaction's revision: nothing has written since), else read."""
+        held = self._held(namespace, key)
+        head = held if isinstance(held, tuple) else self._head(namespace, key)
         now = self.clock()
         if head is None:
             self._link(namespace)
@@ -837,7 +869,8 @@ class GraphmemStore(BaseStore):
 
     @transactional
     def _delete(self, namespace: Namespace, key: str) -> None:
-        head = self._head(namespace, key)
+        held = self._held(namespace, key)  # as in _put
+        head = held if isinstance(held, tuple) else self._head(namespace, key)
         if head is None:
             return
         request = ForgetRequest(
