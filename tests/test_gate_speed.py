@@ -517,3 +517,41 @@ def test_cue_words_cover_the_thirteen_languages() -> None:
     }
     for word in scripts.values():
         assert any(word in w or w in word for w in _CUE_WORDS), word
+
+
+_leety = st.text(alphabet="ab z09@$|!_\u00e91 .-\n5\u0131\u0130", max_size=60)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_leety)
+def test_deleet_equals_the_loop_on_letters_digits_and_symbols(text: str) -> None:
+    for table in (text_mod._LEET, {**text_mod._LEET, **text_mod._LEET_L}):
+        assert text_mod._deleet(text, table) == _old_deleet(text, table)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    _mixed,
+    st.lists(st.tuples(st.integers(0, 400), st.integers(0, 12), _mixed), min_size=1, max_size=12),
+)
+def test_a_view_edited_in_many_places_keeps_every_clause_it_has(
+    text: str, edits: list[tuple[int, int, str]]
+) -> None:
+    edited = text * 3
+    for at, cut, insert in edits:
+        at %= len(edited) + 1
+        edited = edited[:at] + insert[: cut % 9] + edited[at + cut % 4 :]
+    base = Literals(text * 3)
+    present = _present(edited)
+    assert Literals(edited, base=base).satisfied(()) & present == present
+
+
+def test_edits_are_found_where_a_view_differs() -> None:
+    a = "the all-hands meeting, then the all-hands lunch " * 8
+    b = a.replace("all-hands", "allhands")
+    spans = prefilter_mod._edits(a, b)
+    assert spans is not None
+    assert len(spans) == 16
+    assert all(end - start <= 1 for start, end in spans)
+    assert prefilter_mod._edits(a, a) == []
+    assert prefilter_mod._edits(a, a[::-1]) is None

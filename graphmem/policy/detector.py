@@ -41,7 +41,14 @@ from re import _parser as sre_parse  # type: ignore[attr-defined]
 from typing import Any
 
 from graphmem.errors import GraphmemError
-from graphmem.policy.prefilter import Literals, Prefiltered
+from graphmem.policy.prefilter import (
+    Literals,
+    Prefiltered,
+    group_end,
+    leading_literals,
+    literal_first,
+    top_level,
+)
 from graphmem.policy.text import fold, visible_text
 
 __all__ = [
@@ -244,33 +251,6 @@ _TOKEN = re.compile(r"\w+")
 _EXACT_LIMIT = 64
 
 
-def _top_level(pattern: str) -> list[str]:
-    """``pattern`` cut at its top-level ``|`` (outside groups, classes and escapes)."""
-    parts, depth, start, k, in_class = [], 0, 0, 0, False
-    while k < len(pattern):
-        ch = pattern[k]
-        if ch == "\\":
-            k += 2
-            continue
-        if in_class:
-            in_class = ch != "]"
-        elif ch == "[":
-            in_class = True
-            if pattern[k + 1 : k + 2] == "]" or pattern[k + 1 : k + 3] == "^]":
-                k += 2 if pattern[k + 1] == "]" else 3
-                continue
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif ch == "|" and depth == 0:
-            parts.append(pattern[start:k])
-            start = k + 1
-        k += 1
-    parts.append(pattern[start:])
-    return parts
-
-
 def _exact(nodes: Iterable[tuple[Any, Any]]) -> frozenset[str] | None:
     """Every string the parsed pattern matches, if it matches few and asserts nothing (else ``None``)."""
     out = frozenset({""})
@@ -313,75 +293,22 @@ def _words(item: str) -> frozenset[str] | None:
     return exact
 
 
-def _group(piece: str, start: int) -> int:
-    """The index just past the group opened at ``piece[start]``."""
-    depth, k, in_class = 0, start, False
-    while k < len(piece):
-        ch = piece[k]
-        if ch == "\\":
-            k += 2
-            continue
-        if in_class:
-            in_class = ch != "]"
-        elif ch == "[":
-            in_class = True
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth == 0:
-                return k + 1
-        k += 1
-    return -1
-
-
 _TAILS = (r"\b", r"\W*$", "")
 
 
 def _framed(piece: str) -> tuple[list[str], str] | None:
     """``(items, tail)`` when ``piece`` is ``\\b(?:item|item…)`` followed by ``\\b``, ``\\W*$`` or nothing."""
     if piece.startswith(r"\b(?:"):
-        end = _group(piece, 2)
+        end = group_end(piece, 2)
         if end < 0 or piece[end:] not in _TAILS:
             return None
-        return _top_level(piece[5 : end - 1]), piece[end:]
+        return top_level(piece[5 : end - 1]), piece[end:]
     if piece.startswith(r"\b"):
         tail = next(t for t in _TAILS if piece.endswith(t) and len(piece) > 2 + len(t))
         middle = piece[2 : len(piece) - len(tail)]
-        if not middle.endswith("\\") and _group(f"({middle})", 0) == len(middle) + 2:
+        if not middle.endswith("\\") and group_end(f"({middle})", 0) == len(middle) + 2:
             return [middle], tail
     return None
-
-
-_WORD_RUN = re.compile(r"\w+")
-
-
-def _led(item: str) -> str | None:
-    """``item`` with the word its matches begin with moved before a lookbehind for the boundary
-    (``\\bword…`` as ``word(?<=\\bword)…``), or ``None`` if it begins with no literal word."""
-    m = _WORD_RUN.match(item)
-    if m is None:
-        return None
-    word = m.group(0)
-    if item[m.end() : m.end() + 1] in ("?", "*", "+", "{"):
-        word = word[:-1]  # a quantifier binds the last letter
-    return f"{word}(?<=\\b{word}){item[len(word) :]}" if word else None
-
-
-def _literal_first(piece: str) -> str:
-    """``piece``, the same regex (the same matches, tried in the same order), written so that it
-    begins with literal characters where it began with ``\\b`` and a word: the regex engine then
-    skips to where those characters occur instead of trying every position."""
-    if not piece.startswith(r"\b"):
-        return piece
-    body = piece[2:]
-    if not body.startswith("(?:"):
-        return _led(body) or piece
-    end = _group(body, 0)
-    led = [_led(item) for item in _top_level(body[3 : end - 1])]
-    if end < 0 or any(item is None for item in led):
-        return piece
-    return "(?:" + "|".join(item for item in led if item is not None) + ")" + body[end:]
 
 
 @dataclass(frozen=True)
@@ -393,6 +320,9 @@ class _Sorted:
     * ``prefixes``: ``\\b(?:…)`` without the closing boundary, or ``word\\w*``: a token starts with one;
     * ``last``: ``\\b(?:…)\\W*$``: the segment's last token is one of them (a segment has no line break);
     * ``anchored``: alternatives that begin with ``^``: tried at the segment's start only;
+    * ``led``: alternatives that begin with ``\\b`` and words (``leads``): a match begins where a token
+      begins with one of them, and is tried only there (written to begin with the word, see
+      ``graphmem.policy.prefilter.literal_first``);
     * ``rest``: every other alternative, searched for.
     """
 
@@ -400,6 +330,8 @@ class _Sorted:
     prefixes: frozenset[str]
     last: frozenset[str]
     anchored: tuple[str, ...]
+    led: tuple[str, ...]
+    leads: frozenset[str]
     rest: tuple[str, ...]
 
     @classmethod
@@ -407,53 +339,76 @@ class _Sorted:
         words: set[str] = set()
         prefixes: set[str] = set()
         last: set[str] = set()
-        anchored, rest = [], []
-        for piece in (p for a in alternatives for p in _top_level(a)):
+        anchored, searched = [], []
+        for piece in (p for a in alternatives for p in top_level(a)):
             if piece.startswith("^"):
                 anchored.append(piece)
                 continue
             framed = _framed(piece)
             if framed is None:
-                rest.append(piece)
+                searched.append(piece)
                 continue
             items, tail = framed
             for item in items:
                 stem = item.removesuffix(r"\w*") if tail != r"\W*$" else item
                 found = _words(stem)
                 if found is None:
-                    rest.append(rf"\b(?:{item}){tail}")
+                    searched.append(rf"\b(?:{item}){tail}")
                 elif tail == r"\W*$":
                     last |= found
                 elif stem != item or tail == "":
                     prefixes |= found
                 else:
                     words |= found
-        rest = [_literal_first(piece) for piece in rest]
-        return cls(frozenset(words), frozenset(prefixes), frozenset(last), tuple(anchored), tuple(rest))
+        led, leads, rest = [], set(), []
+        for piece in searched:
+            literals = leading_literals(piece)
+            # A literal that begins with a word character begins where a token does, with the token's
+            # first characters (up to the literal's end or its first other character).
+            starts = {_TOKEN.match(lit) for lit in literals} if literals is not None else {None}
+            if None in starts:
+                rest.append(literal_first(piece))
+            else:
+                led.append(literal_first(piece))
+                leads |= {m.group(0) for m in starts if m is not None}
+        return cls(
+            frozenset(words),
+            frozenset(prefixes),
+            frozenset(last),
+            tuple(anchored),
+            tuple(led),
+            frozenset(leads),
+            tuple(rest),
+        )
 
 
 _SORTED = {name: _Sorted.of(words) for name, words in _CUE_WORDS.items()}
 _CUE_BIT = {name: 1 << k for k, name in enumerate(_SORTED)}
+_CUE_MASK = (1 << len(_CUE_BIT)) - 1
+_LEAD_SHIFT = len(_CUE_BIT)  # a cue's bit shifted by this: a token begins with one of its leads
 _WORD_BITS: dict[str, int] = {}
 _PREFIX_BITS: dict[str, int] = {}
 _LAST_BITS: dict[str, int] = {}
 for _name, _sorted in _SORTED.items():
-    for _table, _listed in (
-        (_WORD_BITS, _sorted.words),
-        (_PREFIX_BITS, _sorted.prefixes),
-        (_LAST_BITS, _sorted.last),
+    for _table, _listed, _bit in (
+        (_WORD_BITS, _sorted.words, _CUE_BIT[_name]),
+        (_PREFIX_BITS, _sorted.prefixes, _CUE_BIT[_name]),
+        (_PREFIX_BITS, _sorted.leads, _CUE_BIT[_name] << _LEAD_SHIFT),
+        (_LAST_BITS, _sorted.last, _CUE_BIT[_name]),
     ):
         for _w in _listed:
-            _table[_w] = _table.get(_w, 0) | _CUE_BIT[_name]
+            _table[_w] = _table.get(_w, 0) | _bit
 _PREFIX_LENGTHS = tuple(sorted({len(w) for w in _PREFIX_BITS}))
 # The regex parts, run on a text only through the alternatives it can match (graphmem.policy.prefilter).
 _ANCHORED = {name: Prefiltered(c.anchored) for name, c in _SORTED.items() if c.anchored}
+_LED = {name: Prefiltered(c.led) for name, c in _SORTED.items() if c.led}
 _REST = {name: Prefiltered(c.rest) for name, c in _SORTED.items() if c.rest}
 
 
 @lru_cache(maxsize=1 << 16)
 def _token_bits(token: str) -> int:
-    """The cues a segment with this token has (by a word or a prefix of one)."""
+    """The cues a segment with this token has (by a word or a prefix of one), and (shifted by
+    ``_LEAD_SHIFT``) the cues a match of which may begin with it."""
     bits = _WORD_BITS.get(token, 0)
     for n in _PREFIX_LENGTHS:
         if n > len(token):
@@ -466,33 +421,47 @@ def _last_bits(token: str) -> int:
     return _LAST_BITS.get(token, 0)
 
 
+_Regexes = tuple[int, "re.Pattern[str] | None", "re.Pattern[str] | None", "re.Pattern[str] | None"]
+
+
 class _TextCues:
     """Every cue, answered on the segments of one text: words by table, the rest by regexes narrowed to it."""
 
     __slots__ = ("_regexes",)
 
     def __init__(self, literals: Literals) -> None:
-        regexes: list[tuple[int, re.Pattern[str] | None, re.Pattern[str] | None]] = []
+        regexes: list[_Regexes] = []
         for name, bit in _CUE_BIT.items():
             anchored = _ANCHORED[name].narrowed(literals) if name in _ANCHORED else None
+            led = _LED[name].narrowed(literals) if name in _LED else None
             rest = _REST[name].narrowed(literals) if name in _REST else None
-            if anchored is not None or rest is not None:
-                regexes.append((bit, anchored, rest))
+            if anchored is not None or led is not None or rest is not None:
+                regexes.append((bit, anchored, led, rest))
         self._regexes = tuple(regexes)
 
-    def bits(self, segment: str, wanted: int = -1) -> int:
+    def bits(self, segment: str, wanted: int = _CUE_MASK) -> int:
         """The bits of the cues (of ``wanted``) found in ``segment``."""
         tokens = _TOKEN.findall(segment)
-        found = reduce(operator.or_, map(_token_bits, tokens), 0)
+        each = list(map(_token_bits, tokens))
+        found = reduce(operator.or_, each, 0)
         if tokens:
             found |= _last_bits(tokens[-1])
-        for bit, anchored, rest in self._regexes:
+        starts: list[int] | None = None
+        for bit, anchored, led, rest in self._regexes:
             if not bit & wanted or found & bit:
                 continue
             if (anchored is not None and anchored.match(segment)) or (
                 rest is not None and rest.search(segment)
             ):
                 found |= bit
+            elif led is not None and found >> _LEAD_SHIFT & bit:
+                if starts is None:
+                    starts = [m.start() for m in _TOKEN.finditer(segment)]
+                lead = bit << _LEAD_SHIFT
+                for start, token_bits in zip(starts, each, strict=True):
+                    if token_bits & lead and led.match(segment, start):
+                        found |= bit
+                        break
         return found & wanted
 
     def hits(self, segment: str) -> dict[str, float]:
