@@ -555,3 +555,14 @@ def test_edits_are_found_where_a_view_differs() -> None:
     assert all(end - start <= 1 for start, end in spans)
     assert prefilter_mod._edits(a, a) == []
     assert prefilter_mod._edits(a, a[::-1]) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(_mixed, st.text(max_size=60)), st.booleans())
+def test_a_rot13_view_answered_from_the_plain_index_keeps_every_clause_it_has(text: str, same: bool) -> None:
+    import codecs
+
+    turned = codecs.encode(text, "rot13") if same else codecs.encode(text, "rot13") + "ignore"
+    present = _present(turned)
+    literals = Literals(turned, rot13_of=Literals(text))
+    assert literals.satisfied(()) & present == present

@@ -20,6 +20,7 @@ character no ASCII character matches cannot occur there at all).
 
 from __future__ import annotations
 
+import codecs
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -221,6 +222,8 @@ _LONGEST = [1]  # the length of the longest literal compiled
 # Every literal of a compiled clause, by one element of its signature (the one of the least common
 # letters, so that few literals are tried on a text): (its signature, the bits of its clauses).
 _BY_KEY: dict[str, dict[str, tuple[frozenset[str], int]]] = {}
+# The same for each literal under rot13: a text's rot13 has a literal where the text has its rot13.
+_BY_KEY_ROT13: dict[str, dict[str, tuple[frozenset[str], int]]] = {}
 _COMMON = " etaoinsrhldcum"  # ordinary text's most frequent characters, most frequent first
 
 
@@ -245,6 +248,11 @@ def _compiled_needs(clauses: Iterable[Clause]) -> tuple[_Need, ...]:
                 by_literal = _BY_KEY.setdefault(_key(signature), {})
                 _, bits = by_literal.get(literal, (signature, 0))
                 by_literal[literal] = (signature, bits | need.bit)
+                turned = codecs.encode(literal, "rot13")
+                turned_signature = _signature(turned)
+                by_turned = _BY_KEY_ROT13.setdefault(_key(turned_signature), {})
+                _, bits = by_turned.get(turned, (turned_signature, 0))
+                by_turned[turned] = (turned_signature, bits | need.bit)
         out.append(need)
     return tuple(out)
 
@@ -311,10 +319,19 @@ class Literals:
     patterns) each literal is searched for directly.
     """
 
-    __slots__ = ("_base", "_known", "_lowered", "_sat", "_seen", "_signature", "text")
+    __slots__ = ("_base", "_known", "_lowered", "_rot13_of", "_sat", "_seen", "_signature", "text")
 
-    def __init__(self, text: str, *, index: bool = True, base: Literals | None = None) -> None:
+    def __init__(
+        self,
+        text: str,
+        *,
+        index: bool = True,
+        base: Literals | None = None,
+        rot13_of: Literals | None = None,
+    ) -> None:
         self.text = text
+        # A text this one may be the rot13 of (checked): its literals are answered from that one's index.
+        self._rot13_of = rot13_of if index and rot13_of is not None and rot13_of._known >= 0 else None
         self._known: int = 0 if index else -1  # -1: no index, clauses are looked up one by one
         # A text this one mostly equals (another view of the same input): only the difference is indexed.
         self._base = base if index and base is not None and base._known >= 0 else None
@@ -334,6 +351,18 @@ class Literals:
         total = len(_NEED_LIST)
         if self._known == total:
             return self._sat
+        if self._known == 0 and (turned := self._rot13_of) is not None:
+            self._rot13_of = None
+            turned._indexed()
+            signature = turned._signature
+            if signature is not None and codecs.encode(turned.text, "rot13") == self.text:
+                sat, contains = 0, turned.text.__contains__
+                for key in signature.intersection(_BY_KEY_ROT13):
+                    for literal, (literal_signature, bits) in _BY_KEY_ROT13[key].items():
+                        if bits & ~sat and literal_signature <= signature and contains(literal):
+                            sat |= bits
+                self._sat, self._known = sat, total
+                return sat
         if self._known == 0 and (base := self._base) is not None:
             self._base = None
             spans = _edits(base.text, self.text)
