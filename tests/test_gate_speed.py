@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from graphmem.eval.gate_data import bipia_lines, default_bipia_dir, jsonl_lines
+from graphmem.policy import detector as detector_mod
 from graphmem.policy import prefilter as prefilter_mod
 from graphmem.policy import text as text_mod
 from graphmem.policy.detector import load_detector
@@ -399,3 +400,169 @@ def test_a_view_indexed_from_the_one_before_keeps_every_clause_it_has(
     for literals in (Literals(edited), Literals(edited, base=base)):
         present = _present(edited)
         assert literals.satisfied(()) & present == present
+
+
+def _cue_hits(text: str) -> list[tuple[dict[str, float], dict[str, float]]]:
+    """Each segment's cue hits, answered for the text (fast) and by the whole regexes (reference),
+    also after a salutation's lead-in."""
+    own = detector_mod._own_text(text)
+    cues = detector_mod._TextCues(Literals(own))
+    reference = detector_mod._REFERENCE_CUES
+    out = []
+    for segment in detector_mod._segments_of(own):
+        out.append((cues.hits(segment), reference.hits(segment)))
+        lead = detector_mod._LEAD_IN.match(segment)
+        if lead:
+            after = segment[lead.end() :]
+            fast = {n: 1.0 for n in detector_mod.CUES if cues.hit(n, after)}
+            out.append((fast, reference.hits(after)))
+    return out
+
+
+def assert_same_cues(text: str) -> None:
+    for fast, reference in _cue_hits(text):
+        assert fast == reference, text[:200]
+    detector_mod._STATIC_CACHE.clear()
+    assert detector_mod.text_segment_features(text) == detector_mod.text_segment_features(
+        text, reference=True
+    ), text[:200]
+
+
+@pytest.mark.parametrize("directory", ["corpus", "heldout"])
+def test_cue_hits_equal_the_whole_regexes_on_repository_sets(directory: str) -> None:
+    for text in _texts(ROOT / directory):
+        assert_same_cues(text)
+
+
+@pytest.mark.slow
+def test_cue_hits_equal_the_whole_regexes_on_bipia_train() -> None:
+    for text in _bipia_texts():
+        assert_same_cues(text)
+
+
+def _cue_words() -> list[str]:
+    """Every word the cues name, in all their languages, and the literals their regexes need."""
+    words: set[str] = set()
+    for sorted_cue in detector_mod._SORTED.values():
+        words |= sorted_cue.words | sorted_cue.prefixes | sorted_cue.last
+        for alternative in (*sorted_cue.anchored, *sorted_cue.rest):
+            for clause in requirements(alternative):
+                words.update(clause)
+    return sorted(w.strip() for w in words if w.strip())
+
+
+_CUE_WORDS = _cue_words()
+_CUE_FILLER = [
+    "you",
+    "your",
+    "the",
+    "please",
+    "ai",
+    "assistant",
+    "x",
+    "7",
+    "é",
+    "ok",
+    "s",
+    "ing",
+    "'s",
+    "\u4f60",
+]
+_CUE_SEPARATORS = [
+    " ",
+    "  ",
+    ", ",
+    ". ",
+    "? ",
+    "! ",
+    ": ",
+    "\n",
+    "-",
+    "'",
+    "",
+    "\u3002",
+    "\uff1f",
+    " | ",
+    "...",
+    "?",
+]
+_cue_text = st.lists(
+    st.tuples(st.sampled_from(_CUE_WORDS + _CUE_FILLER), st.sampled_from(_CUE_SEPARATORS)),
+    min_size=1,
+    max_size=24,
+).map(lambda parts: "".join(w + s for w, s in parts))
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_cue_text)
+def test_cue_hits_equal_the_whole_regexes_on_generated_texts(text: str) -> None:
+    assert_same_cues(text)
+
+
+def test_cue_words_cover_the_thirteen_languages() -> None:
+    scripts = {
+        "de": "ubersetze",
+        "fr": "traduis",
+        "es": "traduce",
+        "pt": "traduz",
+        "it": "traduci",
+        "nl": "vertaal",
+        "pl": "przetlumacz",
+        "tr": "cevir",
+        "ru": "переведи",
+        "zh": "翻译",
+        "ja": "翻訳",
+        "ko": "번역",
+        "en": "translate",
+    }
+    for word in scripts.values():
+        assert any(word in w or w in word for w in _CUE_WORDS), word
+
+
+_leety = st.text(alphabet="ab z09@$|!_\u00e91 .-\n5\u0131\u0130", max_size=60)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_leety)
+def test_deleet_equals_the_loop_on_letters_digits_and_symbols(text: str) -> None:
+    for table in (text_mod._LEET, {**text_mod._LEET, **text_mod._LEET_L}):
+        assert text_mod._deleet(text, table) == _old_deleet(text, table)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    _mixed,
+    st.lists(st.tuples(st.integers(0, 400), st.integers(0, 12), _mixed), min_size=1, max_size=12),
+)
+def test_a_view_edited_in_many_places_keeps_every_clause_it_has(
+    text: str, edits: list[tuple[int, int, str]]
+) -> None:
+    edited = text * 3
+    for at, cut, insert in edits:
+        at %= len(edited) + 1
+        edited = edited[:at] + insert[: cut % 9] + edited[at + cut % 4 :]
+    base = Literals(text * 3)
+    present = _present(edited)
+    assert Literals(edited, base=base).satisfied(()) & present == present
+
+
+def test_edits_are_found_where_a_view_differs() -> None:
+    a = "the all-hands meeting, then the all-hands lunch " * 8
+    b = a.replace("all-hands", "allhands")
+    spans = prefilter_mod._edits(a, b)
+    assert spans is not None
+    assert len(spans) == 16
+    assert all(end - start <= 1 for start, end in spans)
+    assert prefilter_mod._edits(a, a) == []
+    assert prefilter_mod._edits(a, a[::-1]) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(_mixed, st.text(max_size=60)), st.booleans())
+def test_a_rot13_view_answered_from_the_plain_index_keeps_every_clause_it_has(text: str, same: bool) -> None:
+    import codecs
+
+    turned = codecs.encode(text, "rot13") if same else codecs.encode(text, "rot13") + "ignore"
+    present = _present(turned)
+    literals = Literals(turned, rot13_of=Literals(text))
+    assert literals.satisfied(()) & present == present

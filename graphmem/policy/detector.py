@@ -32,13 +32,23 @@ import re
 import threading
 import zlib
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import cache, lru_cache, reduce
 from pathlib import Path
+from re import _constants as sre_c  # type: ignore[attr-defined]
+from re import _parser as sre_parse  # type: ignore[attr-defined]
+from typing import Any
 
 from graphmem.errors import GraphmemError
-from graphmem.policy.prefilter import Literals, Prefiltered
+from graphmem.policy.prefilter import (
+    Literals,
+    Prefiltered,
+    group_end,
+    leading_literals,
+    literal_first,
+    top_level,
+)
 from graphmem.policy.text import fold, visible_text
 
 __all__ = [
@@ -237,9 +247,243 @@ _CUE_WORDS: dict[str, tuple[str, ...]] = {
 CUES: dict[str, re.Pattern[str]] = {
     name: re.compile("|".join(f"(?:{w})" for w in words)) for name, words in _CUE_WORDS.items()
 }
-# The same cues, run on a text only through the alternatives it can match (graphmem.policy.prefilter).
-_CUE_FILTERS = {name: Prefiltered(words) for name, words in _CUE_WORDS.items()}
-Cues = Mapping[str, "re.Pattern[str] | None"]
+_TOKEN = re.compile(r"\w+")
+_EXACT_LIMIT = 64
+
+
+def _exact(nodes: Iterable[tuple[Any, Any]]) -> frozenset[str] | None:
+    """Every string the parsed pattern matches, if it matches few and asserts nothing (else ``None``)."""
+    out = frozenset({""})
+    for op, av in nodes:
+        if op is sre_c.LITERAL:
+            options: frozenset[str] | None = frozenset({chr(av)})
+        elif op is sre_c.IN:
+            chars = set()
+            for item_op, item in av:
+                if item_op is sre_c.LITERAL:
+                    chars.add(chr(item))
+                elif item_op is sre_c.RANGE and item[1] - item[0] < 8:
+                    chars.update(chr(c) for c in range(item[0], item[1] + 1))
+                else:
+                    return None
+            options = frozenset(chars)
+        elif op is sre_c.BRANCH:
+            branches = [_exact(b) for b in av[1]]
+            if any(b is None for b in branches):
+                return None
+            options = frozenset().union(*(b for b in branches if b is not None))
+        elif op is sre_c.SUBPATTERN and not av[1] and not av[2]:
+            options = _exact(av[3])
+        elif op in (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT) and av[0] in (0, 1) and av[1] == 1:
+            inner = _exact(av[2])
+            options = None if inner is None else inner | {""} if av[0] == 0 else inner
+        else:
+            return None
+        if options is None or len(out) * len(options) > _EXACT_LIMIT:
+            return None
+        out = frozenset(a + b for a in out for b in options)
+    return out
+
+
+def _words(item: str) -> frozenset[str] | None:
+    """The words ``item`` stands for, if it is a short list of literal words (runs of word characters)."""
+    exact = _exact(sre_parse.parse(item).data)
+    if exact is None or not all(w and _TOKEN.fullmatch(w) for w in exact):
+        return None
+    return exact
+
+
+_TAILS = (r"\b", r"\W*$", "")
+
+
+def _framed(piece: str) -> tuple[list[str], str] | None:
+    """``(items, tail)`` when ``piece`` is ``\\b(?:item|item…)`` followed by ``\\b``, ``\\W*$`` or nothing."""
+    if piece.startswith(r"\b(?:"):
+        end = group_end(piece, 2)
+        if end < 0 or piece[end:] not in _TAILS:
+            return None
+        return top_level(piece[5 : end - 1]), piece[end:]
+    if piece.startswith(r"\b"):
+        tail = next(t for t in _TAILS if piece.endswith(t) and len(piece) > 2 + len(t))
+        middle = piece[2 : len(piece) - len(tail)]
+        if not middle.endswith("\\") and group_end(f"({middle})", 0) == len(middle) + 2:
+            return [middle], tail
+    return None
+
+
+@dataclass(frozen=True)
+class _Sorted:
+    """A cue's alternatives sorted by how they can be answered on a segment, each exactly as the regex would:
+
+    * ``words``: ``\\b(?:…)\\b`` over literal words: one of them is a token of the segment (a
+      maximal run of word characters, what ``\\b`` frames);
+    * ``prefixes``: ``\\b(?:…)`` without the closing boundary, or ``word\\w*``: a token starts with one;
+    * ``last``: ``\\b(?:…)\\W*$``: the segment's last token is one of them (a segment has no line break);
+    * ``anchored``: alternatives that begin with ``^``: tried at the segment's start only;
+    * ``led``: alternatives that begin with ``\\b`` and words (``leads``): a match begins where a token
+      begins with one of them, and is tried only there (written to begin with the word, see
+      ``graphmem.policy.prefilter.literal_first``);
+    * ``rest``: every other alternative, searched for.
+    """
+
+    words: frozenset[str]
+    prefixes: frozenset[str]
+    last: frozenset[str]
+    anchored: tuple[str, ...]
+    led: tuple[str, ...]
+    leads: frozenset[str]
+    rest: tuple[str, ...]
+
+    @classmethod
+    def of(cls, alternatives: Iterable[str]) -> _Sorted:
+        words: set[str] = set()
+        prefixes: set[str] = set()
+        last: set[str] = set()
+        anchored, searched = [], []
+        for piece in (p for a in alternatives for p in top_level(a)):
+            if piece.startswith("^"):
+                anchored.append(piece)
+                continue
+            framed = _framed(piece)
+            if framed is None:
+                searched.append(piece)
+                continue
+            items, tail = framed
+            for item in items:
+                stem = item.removesuffix(r"\w*") if tail != r"\W*$" else item
+                found = _words(stem)
+                if found is None:
+                    searched.append(rf"\b(?:{item}){tail}")
+                elif tail == r"\W*$":
+                    last |= found
+                elif stem != item or tail == "":
+                    prefixes |= found
+                else:
+                    words |= found
+        led, leads, rest = [], set(), []
+        for piece in searched:
+            literals = leading_literals(piece)
+            # A literal that begins with a word character begins where a token does, with the token's
+            # first characters (up to the literal's end or its first other character).
+            starts = {_TOKEN.match(lit) for lit in literals} if literals is not None else {None}
+            if None in starts:
+                rest.append(literal_first(piece))
+            else:
+                led.append(literal_first(piece))
+                leads |= {m.group(0) for m in starts if m is not None}
+        return cls(
+            frozenset(words),
+            frozenset(prefixes),
+            frozenset(last),
+            tuple(anchored),
+            tuple(led),
+            frozenset(leads),
+            tuple(rest),
+        )
+
+
+_SORTED = {name: _Sorted.of(words) for name, words in _CUE_WORDS.items()}
+_CUE_BIT = {name: 1 << k for k, name in enumerate(_SORTED)}
+_CUE_MASK = (1 << len(_CUE_BIT)) - 1
+_LEAD_SHIFT = len(_CUE_BIT)  # a cue's bit shifted by this: a token begins with one of its leads
+_WORD_BITS: dict[str, int] = {}
+_PREFIX_BITS: dict[str, int] = {}
+_LAST_BITS: dict[str, int] = {}
+for _name, _sorted in _SORTED.items():
+    for _table, _listed, _bit in (
+        (_WORD_BITS, _sorted.words, _CUE_BIT[_name]),
+        (_PREFIX_BITS, _sorted.prefixes, _CUE_BIT[_name]),
+        (_PREFIX_BITS, _sorted.leads, _CUE_BIT[_name] << _LEAD_SHIFT),
+        (_LAST_BITS, _sorted.last, _CUE_BIT[_name]),
+    ):
+        for _w in _listed:
+            _table[_w] = _table.get(_w, 0) | _bit
+_PREFIX_LENGTHS = tuple(sorted({len(w) for w in _PREFIX_BITS}))
+# The regex parts, run on a text only through the alternatives it can match (graphmem.policy.prefilter).
+_ANCHORED = {name: Prefiltered(c.anchored) for name, c in _SORTED.items() if c.anchored}
+_LED = {name: Prefiltered(c.led) for name, c in _SORTED.items() if c.led}
+_REST = {name: Prefiltered(c.rest) for name, c in _SORTED.items() if c.rest}
+
+
+@lru_cache(maxsize=1 << 16)
+def _token_bits(token: str) -> int:
+    """The cues a segment with this token has (by a word or a prefix of one), and (shifted by
+    ``_LEAD_SHIFT``) the cues a match of which may begin with it."""
+    bits = _WORD_BITS.get(token, 0)
+    for n in _PREFIX_LENGTHS:
+        if n > len(token):
+            break
+        bits |= _PREFIX_BITS.get(token[:n], 0)
+    return bits
+
+
+def _last_bits(token: str) -> int:
+    return _LAST_BITS.get(token, 0)
+
+
+_Regexes = tuple[int, "re.Pattern[str] | None", "re.Pattern[str] | None", "re.Pattern[str] | None"]
+
+
+class _TextCues:
+    """Every cue, answered on the segments of one text: words by table, the rest by regexes narrowed to it."""
+
+    __slots__ = ("_regexes",)
+
+    def __init__(self, literals: Literals) -> None:
+        regexes: list[_Regexes] = []
+        for name, bit in _CUE_BIT.items():
+            anchored = _ANCHORED[name].narrowed(literals) if name in _ANCHORED else None
+            led = _LED[name].narrowed(literals) if name in _LED else None
+            rest = _REST[name].narrowed(literals) if name in _REST else None
+            if anchored is not None or led is not None or rest is not None:
+                regexes.append((bit, anchored, led, rest))
+        self._regexes = tuple(regexes)
+
+    def bits(self, segment: str, wanted: int = _CUE_MASK) -> int:
+        """The bits of the cues (of ``wanted``) found in ``segment``."""
+        tokens = _TOKEN.findall(segment)
+        each = list(map(_token_bits, tokens))
+        found = reduce(operator.or_, each, 0)
+        if tokens:
+            found |= _last_bits(tokens[-1])
+        starts: list[int] | None = None
+        for bit, anchored, led, rest in self._regexes:
+            if not bit & wanted or found & bit:
+                continue
+            if (anchored is not None and anchored.match(segment)) or (
+                rest is not None and rest.search(segment)
+            ):
+                found |= bit
+            elif led is not None and found >> _LEAD_SHIFT & bit:
+                if starts is None:
+                    starts = [m.start() for m in _TOKEN.finditer(segment)]
+                lead = bit << _LEAD_SHIFT
+                for start, token_bits in zip(starts, each, strict=True):
+                    if token_bits & lead and led.match(segment, start):
+                        found |= bit
+                        break
+        return found & wanted
+
+    def hits(self, segment: str) -> dict[str, float]:
+        found = self.bits(segment)
+        return {name: 1.0 for name, bit in _CUE_BIT.items() if found & bit}
+
+    def hit(self, name: str, segment: str) -> bool:
+        return bool(self.bits(segment, _CUE_BIT[name]))
+
+
+class _ReferenceCues:
+    """Every cue by its whole regex."""
+
+    def hits(self, segment: str) -> dict[str, float]:
+        return {name: 1.0 for name, pattern in CUES.items() if pattern.search(segment)}
+
+    def hit(self, name: str, segment: str) -> bool:
+        return CUES[name].search(segment) is not None
+
+
+Cues = _TextCues | _ReferenceCues
+_REFERENCE_CUES = _ReferenceCues()
 
 _BASE = (
     *CUES,
@@ -314,14 +558,10 @@ def _static_features(
     counts = Counter(map(_bucket, tokens))
     norm = math.sqrt(sum(v * v for v in counts.values())) or 1.0
     hashed: dict[int, float] = {i: n / norm for i, n in counts.items()}
-    hits: dict[str, float] = {}
-    for name, pattern in cues.items():
-        if pattern is not None and pattern.search(segment):
-            hits[name] = 1.0
+    hits = cues.hits(segment)
     # "Assistant, translate…", "Hi David, please send…": the imperative after a short salutation.
-    imperative = cues["imperative_start"]
-    lead = _LEAD_IN.match(segment) if "imperative_start" not in hits and imperative is not None else None
-    if lead and imperative is not None and imperative.search(segment[lead.end() :]):
+    lead = _LEAD_IN.match(segment) if "imperative_start" not in hits else None
+    if lead and cues.hit("imperative_start", segment[lead.end() :]):
         hits["imperative_start"] = 1.0
     out = (hashed, hits, len(words))
     if cache:
@@ -342,10 +582,10 @@ def segment_features(
 ) -> dict[int, float]:
     """Sparse features of one segment; ``context_words`` counts content words over the whole text.
 
-    ``cues`` replaces ``CUES`` by patterns that find the same on this segment (``None``: cannot match);
+    ``cues`` replaces ``CUES`` by the cues of a text this segment is part of (the same hits, faster);
     ``table`` says most of the text's segments are table rows.
     """
-    hashed, hits, n_words = _static_features(segment, cues or CUES, cache=cues is not None)
+    hashed, hits, n_words = _static_features(segment, cues or _REFERENCE_CUES, cache=cues is not None)
     features = dict(hashed)
     dense = dict.fromkeys(_BASE, 0.0)
     dense.update(hits)
@@ -397,7 +637,7 @@ def text_segment_features(
         index = literals.get(own_text) if literals is not None else None
         if index is None:
             index = Literals(own_text)
-        cues = {name: f.narrowed(index) for name, f in _CUE_FILTERS.items()}
+        cues = _TextCues(index)
     owns = [_content_words(s) for s in parts]
     counts: dict[str, int] = {}
     for own in owns:

@@ -51,6 +51,7 @@ def _scan(
     seen: set[str] = set()
     found: list[tuple[PoisonFinding, int]] = []
     previous: Literals | None = None
+    first: Literals | None = None
     for view in all_views:
         if view.text in seen:
             continue
@@ -60,10 +61,13 @@ def _scan(
             literals = shared.get(view.text) if shared is not None else None
             if literals is None:
                 # Views of one text mostly equal the one before: only what differs is indexed anew.
-                literals = Literals(view.text, base=previous)
+                # The rot13 view of a plain text is the plain view turned: answered from its index.
+                turned = first if view.via == "rot13" else None
+                literals = Literals(view.text, base=previous, rot13_of=turned)
                 if shared is not None:
                     shared[view.text] = literals
             previous = literals
+            first = first or literals
         for rule in RULES:
             n = _count(rule, view.text, literals)
             if n:

@@ -20,6 +20,7 @@ character no ASCII character matches cannot occur there at all).
 
 from __future__ import annotations
 
+import codecs
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -27,7 +28,15 @@ from re import _constants as sre_c  # type: ignore[attr-defined]
 from re import _parser as sre_parse  # type: ignore[attr-defined]
 from typing import Any
 
-__all__ = ["Literals", "Prefiltered", "requirements"]
+__all__ = [
+    "Literals",
+    "Prefiltered",
+    "group_end",
+    "leading_literals",
+    "literal_first",
+    "requirements",
+    "top_level",
+]
 
 Clause = frozenset[str]
 _EXACT_LIMIT = 64
@@ -213,6 +222,8 @@ _LONGEST = [1]  # the length of the longest literal compiled
 # Every literal of a compiled clause, by one element of its signature (the one of the least common
 # letters, so that few literals are tried on a text): (its signature, the bits of its clauses).
 _BY_KEY: dict[str, dict[str, tuple[frozenset[str], int]]] = {}
+# The same for each literal under rot13: a text's rot13 has a literal where the text has its rot13.
+_BY_KEY_ROT13: dict[str, dict[str, tuple[frozenset[str], int]]] = {}
 _COMMON = " etaoinsrhldcum"  # ordinary text's most frequent characters, most frequent first
 
 
@@ -237,6 +248,11 @@ def _compiled_needs(clauses: Iterable[Clause]) -> tuple[_Need, ...]:
                 by_literal = _BY_KEY.setdefault(_key(signature), {})
                 _, bits = by_literal.get(literal, (signature, 0))
                 by_literal[literal] = (signature, bits | need.bit)
+                turned = codecs.encode(literal, "rot13")
+                turned_signature = _signature(turned)
+                by_turned = _BY_KEY_ROT13.setdefault(_key(turned_signature), {})
+                _, bits = by_turned.get(turned, (turned_signature, 0))
+                by_turned[turned] = (turned_signature, bits | need.bit)
         out.append(need)
     return tuple(out)
 
@@ -256,11 +272,39 @@ def _common_prefix(a: str, b: str) -> int:
     return lo
 
 
-def _changed(a: str, b: str) -> tuple[int, int]:
-    """``(start, end)``: ``b`` is ``a`` with ``b[start:end]`` in place of some span of ``a``."""
-    start = _common_prefix(a, b)
-    end = len(b) - _common_prefix(a[start:][::-1], b[start:][::-1])
-    return start, end
+_ANCHOR = 8  # characters two texts must share to be taken as back in step after an edit
+_REACH = 48  # how far past an edit the shared characters are looked for
+_MAX_EDITS = 32
+
+
+def _edits(a: str, b: str) -> list[tuple[int, int]] | None:
+    """Spans of ``b`` (possibly empty: a deletion) outside of which ``b`` is made of pieces of ``a``,
+    in order, each piece checked equal; ``None`` if no such few, small edits are found.
+
+    Every substring of ``b`` that lies within one piece is a substring of ``a``; every other one
+    overlaps or touches a span.
+    """
+    spans: list[tuple[int, int]] = []
+    i = j = 0
+    while len(spans) <= _MAX_EDITS:
+        step = _common_prefix(a[i:], b[j:])
+        i, j = i + step, j + step
+        if j == len(b) or i == len(a):
+            if (i, j) != (len(a), len(b)):
+                spans.append((j, len(b)))
+            return spans
+        for skip in range(_REACH):  # b[j : j + skip] replaces a[i : k]
+            anchor = b[j + skip : j + skip + _ANCHOR]
+            if len(anchor) < _ANCHOR:
+                return None
+            k = a.find(anchor, i, i + _REACH + _ANCHOR)
+            if k >= 0:
+                spans.append((j, j + skip))
+                i, j = k, j + skip
+                break
+        else:
+            return None
+    return None
 
 
 class Literals:
@@ -275,10 +319,19 @@ class Literals:
     patterns) each literal is searched for directly.
     """
 
-    __slots__ = ("_base", "_known", "_lowered", "_sat", "_seen", "_signature", "text")
+    __slots__ = ("_base", "_known", "_lowered", "_rot13_of", "_sat", "_seen", "_signature", "text")
 
-    def __init__(self, text: str, *, index: bool = True, base: Literals | None = None) -> None:
+    def __init__(
+        self,
+        text: str,
+        *,
+        index: bool = True,
+        base: Literals | None = None,
+        rot13_of: Literals | None = None,
+    ) -> None:
         self.text = text
+        # A text this one may be the rot13 of (checked): its literals are answered from that one's index.
+        self._rot13_of = rot13_of if index and rot13_of is not None and rot13_of._known >= 0 else None
         self._known: int = 0 if index else -1  # -1: no index, clauses are looked up one by one
         # A text this one mostly equals (another view of the same input): only the difference is indexed.
         self._base = base if index and base is not None and base._known >= 0 else None
@@ -298,17 +351,38 @@ class Literals:
         total = len(_NEED_LIST)
         if self._known == total:
             return self._sat
+        if self._known == 0 and (turned := self._rot13_of) is not None:
+            self._rot13_of = None
+            turned._indexed()
+            signature = turned._signature
+            if signature is not None and codecs.encode(turned.text, "rot13") == self.text:
+                sat, contains = 0, turned.text.__contains__
+                for key in signature.intersection(_BY_KEY_ROT13):
+                    for literal, (literal_signature, bits) in _BY_KEY_ROT13[key].items():
+                        if bits & ~sat and literal_signature <= signature and contains(literal):
+                            sat |= bits
+                self._sat, self._known = sat, total
+                return sat
         if self._known == 0 and (base := self._base) is not None:
             self._base = None
-            start, end = _changed(base.text, self.text)
-            if 4 * (end - start) < len(self.text):
-                # A literal in this text lies in the part it shares with the base text (so the
-                # base has it) or overlaps the changed part, within a literal's length of it.
+            spans = _edits(base.text, self.text)
+            if spans is not None:
+                # A literal in this text lies in a piece it shares with the base text (so the base
+                # has it) or overlaps or touches an edit, within a literal's length of it.
                 margin = _LONGEST[0] - 1
-                window = Literals(self.text[max(0, start - margin) : end + margin])
-                self._sat = base._indexed() | window._indexed()
-                self._known = total
-                return self._sat
+                windows: list[list[int]] = []
+                for start, end in spans:
+                    lo, hi = max(0, start - margin), end + margin
+                    if windows and lo <= windows[-1][1]:
+                        windows[-1][1] = max(windows[-1][1], hi)
+                    else:
+                        windows.append([lo, hi])
+                if 4 * sum(hi - lo for lo, hi in windows) < len(self.text):
+                    # Joined by a character no literal has, so no literal is made across a join.
+                    joined = "\x00".join(self.text[lo:hi] for lo, hi in windows)
+                    self._sat = base._indexed() | Literals(joined)._indexed()
+                    self._known = total
+                    return self._sat
         signature = self._signature
         if signature is None:
             signature = self._signature = _text_signature(self.text)
@@ -348,6 +422,108 @@ class Literals:
         needs = tuple(needs)
         mask = sum(n.bit for n in set(needs))
         return self.satisfied(needs) & mask == mask
+
+
+def top_level(pattern: str) -> list[str]:
+    """``pattern`` cut at its top-level ``|`` (outside groups, classes and escapes)."""
+    parts, depth, start, k, in_class = [], 0, 0, 0, False
+    while k < len(pattern):
+        ch = pattern[k]
+        if ch == "\\":
+            k += 2
+            continue
+        if in_class:
+            in_class = ch != "]"
+        elif ch == "[":
+            in_class = True
+            if pattern[k + 1 : k + 2] == "]" or pattern[k + 1 : k + 3] == "^]":
+                k += 2 if pattern[k + 1] == "]" else 3
+                continue
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "|" and depth == 0:
+            parts.append(pattern[start:k])
+            start = k + 1
+        k += 1
+    parts.append(pattern[start:])
+    return parts
+
+
+def group_end(piece: str, start: int) -> int:
+    """The index just past the group opened at ``piece[start]``."""
+    depth, k, in_class = 0, start, False
+    while k < len(piece):
+        ch = piece[k]
+        if ch == "\\":
+            k += 2
+            continue
+        if in_class:
+            in_class = ch != "]"
+        elif ch == "[":
+            in_class = True
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return k + 1
+        k += 1
+    return -1
+
+
+_LITERAL_RUN = re.compile(r"[^\\.^$*+?{}\[\]|()]+")
+_QUANTIFIERS = ("?", "*", "+", "{")
+
+
+def _led(item: str) -> tuple[str, frozenset[str]] | None:
+    """``item`` after a ``\\b``, written so that each way a match can begin starts with literal
+    characters and a lookbehind for the boundary (``\\bword…`` as ``word(?<=\\bword)…``), and those
+    literals; ``None`` if it cannot be."""
+    if item.startswith("(?:"):
+        end = group_end(item, 0)
+        if end < 0:
+            return None
+        inner, after = top_level(item[3 : end - 1]), item[end:]
+        if after[:1] in _QUANTIFIERS:
+            if not after.startswith("?") or after[1:2] in ("?", "+") or not after[1:]:
+                return None
+            # (?:a|b)?rest tries a, then b, then neither: (?:arest|brest|rest), in that order.
+            options = [*(f"{i}{after[1:]}" for i in inner), after[1:]]
+            after = ""
+        else:
+            options = inner
+        led = [_led(o) for o in options]
+        if any(o is None for o in led):
+            return None
+        parts = [o for o in led if o is not None]
+        text = "(?:" + "|".join(p for p, _ in parts) + ")" + after
+        return text, frozenset().union(*(leads for _, leads in parts))
+    m = _LITERAL_RUN.match(item)
+    if m is None:
+        return None
+    literal = m.group(0)
+    if item[m.end() : m.end() + 1] in _QUANTIFIERS:
+        literal = literal[:-1]  # a quantifier binds the last character
+    if not literal:
+        return None
+    return f"{literal}(?<=\\b{literal}){item[len(literal) :]}", frozenset({literal})
+
+
+def literal_first(piece: str) -> str:
+    """``piece``, the same regex (the same matches, tried in the same order), written so that it
+    begins with literal characters where it began with ``\\b`` and words: the regex engine then
+    skips to where those characters occur instead of trying every position."""
+    led = _led(piece[2:]) if piece.startswith(r"\b") else None
+    return piece if led is None else led[0]
+
+
+def leading_literals(piece: str) -> frozenset[str] | None:
+    """The literals every match of ``piece`` begins with, right after a word boundary, if it begins
+    with ``\\b`` and words (else ``None``)."""
+    led = _led(piece[2:]) if piece.startswith(r"\b") else None
+    return None if led is None else led[1]
 
 
 _MAX_NARROWED = 512

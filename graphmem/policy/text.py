@@ -61,9 +61,9 @@ _QUOTED = re.compile(
 _LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s"})
 _LEET_L = str.maketrans({"1": "l", "|": "l", "!": "i", "8": "b", "9": "g"})
 _LEET_ALL = {**_LEET, **_LEET_L}
-_LEET_TOKEN = re.compile(r"[\w@$|!]+")
-_LEET_CANDIDATE = re.compile(r"(?<![\w@$|!])[\w@$|!]*?[0-9@$|!][\w@$|!]*")
-_LEET_CHAR = re.compile(r"[0-9@$|!]")
+_LEET_RUN = re.compile(r"[0-9@$|!]+")
+_TOKEN_CHAR = re.compile(r"[\w@$|!]")
+_TOKEN_FROM = re.compile(r"[\w@$|!]*")
 _LEET_THEN_LETTER = re.compile(r"[0-9@$|!][\w@$|!]*?[a-z]")
 _LOWER = re.compile(r"[a-z]")
 
@@ -156,18 +156,27 @@ def _deconfuse(text: str) -> str:
 
 
 def _deleet(text: str, table: dict[int, str]) -> str:
-    def fix(m: re.Match[str]) -> str:
-        word = m.group(0)
-        mixed = _LOWER.search(word) and _LEET_CHAR.search(word)
-        return word.translate(table) if mixed else word
-
-    # Only tokens holding a digit or symbol can change: each match of _LEET_CANDIDATE
-    # is a whole _LEET_TOKEN token that contains one.
-    # No token holds both a letter and a digit or symbol (a letter after one, found in the text
-    # or in the text reversed): nothing changes.
+    # Only tokens (runs of [\w@$|!]) holding both a lower-case letter and a digit or symbol change.
+    # No token holds a letter after a digit or symbol (found in the text or in the text reversed):
+    # nothing changes.
     if not (_LEET_THEN_LETTER.search(text) or _LEET_THEN_LETTER.search(text[::-1])):
         return text
-    return _LEET_CANDIDATE.sub(fix, text)
+    # Each run of digits and symbols, widened to its token; a token is looked at once.
+    out: list[str] = []
+    copied = done = 0
+    for m in _LEET_RUN.finditer(text):
+        start, end = m.span()
+        if start < done:
+            continue  # in the token just looked at
+        while start > done and _TOKEN_CHAR.match(text, start - 1):
+            start -= 1
+        rest = _TOKEN_FROM.match(text, end)  # always matches (maybe nothing)
+        done = rest.end() if rest else end
+        word = text[start:done]
+        if _LOWER.search(word):
+            out += (text[copied:start], word.translate(table))
+            copied = done
+    return "".join(out) + text[copied:] if out else text
 
 
 def _unspace(text: str) -> str:
