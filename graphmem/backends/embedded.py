@@ -60,6 +60,8 @@ _KINDS = {k.value: k for k in Kind}
 _STATUSES = {s.value: s for s in Status}
 _ERASED = Status.ERASED.value
 _read_record = json_reader(MemoryRecord)
+_SOURCE_JSON = Source.__pydantic_serializer__.to_json  # = model_dump_json(), as UTF-8 bytes
+_NO_QUOTE = {"quote"}  # quotes live only in the records that carry them
 
 
 def _dt(value: str | None) -> datetime | None:
@@ -526,7 +528,7 @@ class EmbeddedBackend:
         conn.executemany(
             "INSERT INTO sources (tenant, id, body) VALUES (?, ?, ?) "
             "ON CONFLICT (tenant, id) DO UPDATE SET body = excluded.body",
-            [(t, sid, source.model_dump_json(exclude={"quote"})) for (t, sid), source in sources.items()],
+            [(t, sid, _SOURCE_JSON(src, exclude=_NO_QUOTE).decode()) for (t, sid), src in sources.items()],
         )
         if mode != "update":  # an update's citations and parents are those stored
             conn.executemany("INSERT OR IGNORE INTO cites (tenant, source, record) VALUES (?, ?, ?)", cites)
