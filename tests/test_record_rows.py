@@ -1,17 +1,22 @@
 """The embedded store's record rows: the fast paths of row building give exactly what the
-reference definitions give (content hash, timestamps, JSON body and fingerprint)."""
+reference definitions give (content hash, timestamps, JSON body and fingerprint), and the
+content-hash index keyed on the hash's first digits, to which an earlier store is upgraded."""
 
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 import unicodedata
+from contextlib import closing
 from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from graphmem import Kind, MemoryRecord, Source
-from graphmem.backends.sqlite_engine import RECORD_ROW, record_row, ts
+from graphmem import Kind, MemoryRecord, MemoryStore, Source
+from graphmem.backends.embedded import _BY_CONTENT_HASH
+from graphmem.backends.sqlite_engine import DB_NAME, FORMAT, RECORD_ROW, record_row, ts
 from graphmem.model import content_hash
 from tests.conftest import T0
 
@@ -90,7 +95,7 @@ def _records() -> list[MemoryRecord]:
         embedding=(0.25, -1.5e-07, 3.0),
         embedding_model="all-MiniLM-L6-v2",
         untrusted_lineage=True,
-        derived_from=("r1",),
+        sources=(Source(id="s2", type="test"),),
     )
     return [plain, full]
 
@@ -110,3 +115,36 @@ def test_a_row_holds_the_record_json_and_its_fingerprint() -> None:
     assert '"embedding_model":"all-MiniLM-L6-v2"' in full["body"]
     assert '"untrusted_lineage":true' in full["body"]
     assert (full["start"], full["stop"]) == (ts(T0), ts(T0 + timedelta(days=3)))
+
+
+def _plan(path: Path, statement: str, params: tuple[str, ...]) -> str:
+    with closing(sqlite3.connect(path / DB_NAME)) as conn:
+        return " ".join(row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {statement}", params))
+
+
+def test_a_content_hash_lookup_seeks_the_hash_key(tmp_path: Path) -> None:
+    MemoryStore.embedded(tmp_path).close()
+    plan = _plan(tmp_path, _BY_CONTENT_HASH, ("t1", "0" * 16, "0" * 64))
+    assert "USING INDEX records_hash_key (tenant=? AND <expr>=?)" in plan
+
+
+def test_a_store_with_the_whole_hash_index_is_upgraded_when_opened(tmp_path: Path) -> None:
+    records = _records()
+    twin = records[0].model_copy(update={"id": "r3", "content": "PAYMENT 42  failed — the gateway timed out"})
+    with MemoryStore.embedded(tmp_path) as store:
+        store.add_many([*records, MemoryRecord.model_validate(twin.model_dump())])
+    with closing(sqlite3.connect(tmp_path / DB_NAME)) as conn:  # the index as an earlier store has it
+        conn.execute("DROP INDEX records_hash_key")
+        conn.execute("CREATE INDEX records_hash ON records (tenant, content_hash)")
+        conn.commit()
+    with MemoryStore.embedded(tmp_path) as store:
+        assert [r.id for r in store.backend.by_content_hash("t1", records[0].content_hash)] == ["r1", "r3"]
+        assert store.backend.by_content_hash("t1", records[1].content_hash) == [records[1]]
+        assert store.backend.by_content_hash("t1", "0" * 64) == []
+        assert store.backend.check() == []
+    with closing(sqlite3.connect(tmp_path / DB_NAME)) as conn:
+        names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == FORMAT
+    assert "records_hash_key" in names
+    assert "records_hash" not in names
+    assert "USING INDEX records_hash_key" in _plan(tmp_path, _BY_CONTENT_HASH, ("t1", "0" * 16, "0" * 64))

@@ -127,6 +127,11 @@ _UPDATE_RECORD_SAME_CONTENT = _UPDATE_RECORD.replace("content_hash = ?7, ", "").
 _Mode = Literal["new", "replace", "update"]
 """How a batch of records is written: created, upserted, or updated in place (``_put_records``)."""
 _BODY = "SELECT body, fingerprint FROM records"
+# The unary pluses keep SQLite from putting the hash for the column inside substr() (which then
+# no longer matches the index's expression) and from walking the tenant's records in id order.
+_BY_CONTENT_HASH = (
+    _BODY + " WHERE tenant = ? AND substr(content_hash, 1, 16) = ? AND +content_hash = ? ORDER BY +id"
+)
 # Edge-table lookups join records with CROSS JOIN, which keeps the edge table the outer loop:
 # given ORDER BY r.id, SQLite would otherwise walk every record of the tenant in id order.
 _PARENTS = "SELECT parent FROM within WHERE tenant = ? AND child = ?"
@@ -668,10 +673,7 @@ class EmbeddedBackend:
         )
 
     def by_content_hash(self, tenant: str, content_hash: str) -> list[MemoryRecord]:
-        return self._select(
-            _BODY + " WHERE tenant = ? AND content_hash = ? ORDER BY id",
-            (tenant, content_hash),
-        )
+        return self._select(_BY_CONTENT_HASH, (tenant, content_hash[:16], content_hash))
 
     def with_tag(self, tenant: str, tag: str) -> list[MemoryRecord]:
         return self._select(

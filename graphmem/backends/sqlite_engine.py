@@ -133,6 +133,14 @@ def _lacks_columns(conn: sqlite3.Connection) -> bool:
     return not any(row[1] == "embedding_model" for row in conn.execute("PRAGMA table_info(records)"))
 
 
+def _has_wide_hash_index(conn: sqlite3.Connection) -> bool:
+    """Whether the file still has the content-hash index on the whole hash (``records_hash``)."""
+    return (
+        conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'records_hash'").fetchone()
+        is not None
+    )
+
+
 def _is_busy(err: sqlite3.OperationalError) -> bool:
     text = str(err).lower()
     return "locked" in text or "busy" in text
@@ -214,6 +222,8 @@ class Engine:
                 version = conn.execute("PRAGMA user_version").fetchone()[0]
                 if version in (2, 3) or (version == FORMAT and _lacks_columns(conn)):
                     self._migrate(conn)
+                if version != 0 and _has_wide_hash_index(conn):
+                    self._narrow_hash_index(conn)
                 elif version not in (0, FORMAT):
                     raise BackendUnavailable(
                         f"the store file {str(path)!r} has format {version}; this graphmem reads "
@@ -262,6 +272,22 @@ class Engine:
                     if column not in have:
                         conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
                 conn.execute(f"PRAGMA user_version = {FORMAT}")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    @staticmethod
+    def _narrow_hash_index(conn: sqlite3.Connection) -> None:
+        """Replace the content-hash index of a file written before it keyed on the hash's first
+        16 hex digits, in one transaction (the same file otherwise: no format change). A store
+        of 1M records builds the new index in a few seconds, once."""
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            if _has_wide_hash_index(conn):  # another process may have replaced it
+                conn.execute("DROP INDEX records_hash")
+                conn.execute(schema_statement("records_hash_key"))
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
