@@ -222,14 +222,14 @@ class Engine:
                 version = conn.execute("PRAGMA user_version").fetchone()[0]
                 if version in (2, 3) or (version == FORMAT and _lacks_columns(conn)):
                     self._migrate(conn)
-                if version != 0 and _has_wide_hash_index(conn):
-                    self._narrow_hash_index(conn)
                 elif version not in (0, FORMAT):
                     raise BackendUnavailable(
                         f"the store file {str(path)!r} has format {version}; this graphmem reads "
                         f"format {FORMAT} — upgrade graphmem",
                         code="unsupported_format",
                     )
+                if version != 0 and _has_wide_hash_index(conn):
+                    self._narrow_hash_index(conn)
                 if version == 0:
                     # One transaction; every statement is idempotent, so two processes creating
                     # one store at once both succeed.
