@@ -101,7 +101,8 @@ def _parents_first(group: list[MemoryRecord]) -> list[MemoryRecord]:
 
 def _check_no_cycle(group: list[MemoryRecord]) -> None:
     """Parents outside the batch already exist, so a DERIVED_FROM cycle can only lie inside it."""
-    parents = {r.id: [p for p in r.derived_from] for r in group}
+    # A record without parents is on no cycle: only the derived ones are walked.
+    parents = {r.id: r.derived_from for r in group if r.derived_from}
     state: dict[str, int] = {}  # 1 = on the current path, 2 = done
 
     def visit(node: str) -> None:

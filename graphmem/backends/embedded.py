@@ -60,6 +60,8 @@ _KINDS = {k.value: k for k in Kind}
 _STATUSES = {s.value: s for s in Status}
 _ERASED = Status.ERASED.value
 _read_record = json_reader(MemoryRecord)
+_SOURCE_JSON = Source.__pydantic_serializer__.to_json  # = model_dump_json(), as UTF-8 bytes
+_NO_QUOTE = {"quote"}  # quotes live only in the records that carry them
 
 
 def _dt(value: str | None) -> datetime | None:
@@ -131,6 +133,11 @@ _Mode = Literal["new", "replace", "update", "status"]
 """How a batch of records is written: created, upserted, updated in place, or only its
 statuses changed (``_put_records``)."""
 _BODY = "SELECT body, fingerprint FROM records"
+# The unary pluses keep SQLite from putting the hash for the column inside substr() (which then
+# no longer matches the index's expression) and from walking the tenant's records in id order.
+_BY_CONTENT_HASH = (
+    _BODY + " WHERE tenant = ? AND substr(content_hash, 1, 16) = ? AND +content_hash = ? ORDER BY +id"
+)
 # Edge-table lookups join records with CROSS JOIN, which keeps the edge table the outer loop:
 # given ORDER BY r.id, SQLite would otherwise walk every record of the tenant in id order.
 _PARENTS = "SELECT parent FROM within WHERE tenant = ? AND child = ?"
@@ -554,7 +561,7 @@ class EmbeddedBackend:
         conn.executemany(
             "INSERT INTO sources (tenant, id, body) VALUES (?, ?, ?) "
             "ON CONFLICT (tenant, id) DO UPDATE SET body = excluded.body",
-            [(t, sid, source.model_dump_json(exclude={"quote"})) for (t, sid), source in sources.items()],
+            [(t, sid, _SOURCE_JSON(src, exclude=_NO_QUOTE).decode()) for (t, sid), src in sources.items()],
         )
         if mode != "update":  # an update's citations and parents are those stored
             conn.executemany("INSERT OR IGNORE INTO cites (tenant, source, record) VALUES (?, ?, ?)", cites)
@@ -718,10 +725,7 @@ class EmbeddedBackend:
         )
 
     def by_content_hash(self, tenant: str, content_hash: str) -> list[MemoryRecord]:
-        return self._select(
-            _BODY + " WHERE tenant = ? AND content_hash = ? ORDER BY id",
-            (tenant, content_hash),
-        )
+        return self._select(_BY_CONTENT_HASH, (tenant, content_hash[:16], content_hash))
 
     def with_tag(self, tenant: str, tag: str) -> list[MemoryRecord]:
         return self._select(

@@ -25,12 +25,13 @@ def sql(name: str) -> str:
 
 
 def schema_statement(table: str) -> str:
-    """The schema's statement that creates ``table`` (a migration adding it to an older
-    store runs the same statement a new store does)."""
+    """The schema's statement that creates ``table``, or the index of that name (a migration
+    adding it to an older store runs the same statement a new store does)."""
     for statement in sql("schema").split(";"):
         lines = [line for line in statement.splitlines() if not line.lstrip().startswith("--")]
         text = "\n".join(lines).strip()
         words = text.replace("(", " (").split()
-        if words[1:2] == ["TABLE"] and words[5:6] == [table]:  # create table if not exists <table>
+        # create table|index if not exists <name>
+        if words[1:2] in (["TABLE"], ["INDEX"]) and words[5:6] == [table]:
             return text
     raise GraphmemError(f"the schema has no table {table!r}", code="missing_sql")

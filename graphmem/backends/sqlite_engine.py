@@ -12,6 +12,7 @@ operations take turns on it.
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import json
 import os
 import sqlite3
@@ -27,8 +28,7 @@ from typing import Any
 from graphmem.backends.sql import schema_statement, sql
 from graphmem.errors import BackendUnavailable, TransactionConflict
 from graphmem.gate import validity_window
-from graphmem.model import Kind, MemoryRecord, Status
-from graphmem.model.canonical import sha256
+from graphmem.model import MemoryRecord
 
 __all__ = [
     "CONNECTION_PRAGMAS",
@@ -68,35 +68,48 @@ RECORD_ROW = (
 )
 
 
-_VALUE: dict[Kind | Status, str] = {**{k: k.value for k in Kind}, **{s: s.value for s in Status}}
-
-
 _ZERO = timedelta(0)
 
 
 def ts(value: datetime | None) -> str | None:
-    """A fixed-width UTC timestamp: text order is time order."""
+    """A fixed-width UTC timestamp: text order is time order.
+
+    ``datetime.isoformat(timespec="microseconds")`` of the time in UTC, formatted field by
+    field: two to three times faster, and a record write formats three of them."""
     if value is None:
         return None
-    if value.utcoffset() != _ZERO:
+    if value.tzinfo is not UTC and value.utcoffset() != _ZERO:
         value = value.astimezone(UTC)
-    return value.isoformat(timespec="microseconds")
+    return _TS % (
+        value.year,
+        value.month,
+        value.day,
+        value.hour,
+        value.minute,
+        value.second,
+        value.microsecond,
+    )
+
+
+_TS = "%04d-%02d-%02dT%02d:%02d:%02d.%06d+00:00"
+_RECORD_JSON = MemoryRecord.__pydantic_serializer__.to_json
+"""``MemoryRecord.model_dump_json`` as UTF-8 bytes, without the wrapper's keyword handling."""
 
 
 def record_row(record: MemoryRecord) -> tuple[Any, ...]:
     """The ``records`` columns (``RECORD_ROW``) a record is stored as: the gate's inputs beside its JSON."""
     start, stop = validity_window(record)
     recency = (record.valid_from or record.event_time or record.created_at).timestamp()
-    body = record.model_dump_json()
+    body = _RECORD_JSON(record)  # = record.model_dump_json().encode()
     return (
         record.tenant,
         record.id,
         record.scope,
-        _VALUE[record.kind],
-        _VALUE[record.status],
+        record.kind._value_,
+        record.status._value_,
         record.policy,
         record.content_hash,
-        sha256(body),  # = record.fingerprint()
+        hashlib.sha256(body).hexdigest(),  # = record.fingerprint()
         ts(start),
         ts(stop),
         recency,
@@ -105,7 +118,7 @@ def record_row(record: MemoryRecord) -> tuple[Any, ...]:
         json.dumps(sorted(set(record.preconditions))) if record.preconditions else "[]",
         record.content,
         None if record.embedding is None else array("d", record.embedding).tobytes(),
-        body,
+        body.decode(),
         ts(record.created_at),  # the record's knowledge time: when the store recorded it
         record.embedding_model,
     )
@@ -118,6 +131,14 @@ _ADDED_COLUMNS = (("versions", "body"), ("related", "recorded"), ("records", "em
 def _lacks_columns(conn: sqlite3.Connection) -> bool:
     """Whether a format 4 file was written before records had their ``embedding_model``."""
     return not any(row[1] == "embedding_model" for row in conn.execute("PRAGMA table_info(records)"))
+
+
+def _has_wide_hash_index(conn: sqlite3.Connection) -> bool:
+    """Whether the file still has the content-hash index on the whole hash (``records_hash``)."""
+    return (
+        conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'records_hash'").fetchone()
+        is not None
+    )
 
 
 def _is_busy(err: sqlite3.OperationalError) -> bool:
@@ -207,6 +228,8 @@ class Engine:
                         f"format {FORMAT} — upgrade graphmem",
                         code="unsupported_format",
                     )
+                if version != 0 and _has_wide_hash_index(conn):
+                    self._narrow_hash_index(conn)
                 if version == 0:
                     # One transaction; every statement is idempotent, so two processes creating
                     # one store at once both succeed.
@@ -249,6 +272,22 @@ class Engine:
                     if column not in have:
                         conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
                 conn.execute(f"PRAGMA user_version = {FORMAT}")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    @staticmethod
+    def _narrow_hash_index(conn: sqlite3.Connection) -> None:
+        """Replace the content-hash index of a file written before it keyed on the hash's first
+        16 hex digits, in one transaction (the same file otherwise: no format change). A store
+        of 1M records builds the new index in a few seconds, once."""
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            if _has_wide_hash_index(conn):  # another process may have replaced it
+                conn.execute("DROP INDEX records_hash")
+                conn.execute(schema_statement("records_hash_key"))
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:

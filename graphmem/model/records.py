@@ -34,7 +34,10 @@ def new_id(prefix: str = "mem") -> str:
 def content_hash(content: str) -> str:
     """SHA-256 of the normalised content (NFKC, case-folded, whitespace collapsed)."""
     # str.split() splits on exactly the characters ``\s`` matches, so this collapses and strips.
-    normal = " ".join(unicodedata.normalize("NFKC", content).casefold().split())
+    if content.isascii():  # NFKC leaves ASCII as it is, and ASCII case-folds to its lower case
+        normal = " ".join(content.lower().split())
+    else:
+        normal = " ".join(unicodedata.normalize("NFKC", content).casefold().split())
     return hashlib.sha256(normal.encode("utf-8")).hexdigest()
 
 

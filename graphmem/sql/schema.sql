@@ -13,7 +13,9 @@ CREATE TABLE IF NOT EXISTS records (
     UNIQUE (tenant, id)
 );
 CREATE INDEX IF NOT EXISTS records_scope ON records (tenant, scope);
-CREATE INDEX IF NOT EXISTS records_hash ON records (tenant, content_hash);
+-- Duplicate lookups by content hash key on its first 16 hex digits (64 bits, and the lookup compares
+-- the whole hash too): a quarter of the width, so a random insert at 1M records dirties fewer pages.
+CREATE INDEX IF NOT EXISTS records_hash_key ON records (tenant, substr(content_hash, 1, 16));
 -- Listings by status look for the few records not active (pending approval, contested, …).
 CREATE INDEX IF NOT EXISTS records_status ON records (tenant, status) WHERE status != 'active';
 CREATE TABLE IF NOT EXISTS tags (

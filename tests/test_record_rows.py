@@ -1,0 +1,150 @@
+"""The embedded store's record rows: the fast paths of row building give exactly what the
+reference definitions give (content hash, timestamps, JSON body and fingerprint), and the
+content-hash index keyed on the hash's first digits, to which an earlier store is upgraded."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import unicodedata
+from contextlib import closing
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from graphmem import Kind, MemoryRecord, MemoryStore, Source
+from graphmem.backends.embedded import _BY_CONTENT_HASH
+from graphmem.backends.sqlite_engine import DB_NAME, FORMAT, RECORD_ROW, record_row, ts
+from graphmem.model import content_hash
+from tests.conftest import T0
+
+_COLUMNS = [c.strip() for c in RECORD_ROW.split(",")]
+
+
+def _reference_hash(content: str) -> str:
+    normal = " ".join(unicodedata.normalize("NFKC", content).casefold().split())
+    return hashlib.sha256(normal.encode("utf-8")).hexdigest()
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127)))
+def test_ascii_content_hash_is_the_normalised_hash(content: str) -> None:
+    assert content_hash(content) == _reference_hash(content)
+
+
+@given(st.text())
+def test_any_content_hash_is_the_normalised_hash(content: str) -> None:
+    assert content_hash(content) == _reference_hash(content)
+
+
+def test_content_hash_still_normalises_what_is_not_ascii() -> None:
+    # Full-width letters, a ligature and a capital sharp s fold to their ASCII spellings.
+    fullwidth = "".join(chr(0xFF00 + ord(c) - 0x20) for c in "Payment")
+    assert content_hash(f"{fullwidth}  \ufb01led\u00a0STRASSE") == content_hash("payment filed strasse")
+    assert content_hash("Straße") == content_hash("STRASSE")
+    assert content_hash("payment") != content_hash("payments")
+
+
+@given(
+    st.datetimes(
+        min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30), timezones=st.sampled_from([UTC])
+    )
+    | st.datetimes(
+        min_value=datetime(2, 1, 1),
+        max_value=datetime(9998, 12, 31),
+        timezones=st.builds(lambda m: timezone(timedelta(minutes=m)), st.integers(-1439, 1439)),
+    )
+)
+def test_timestamps_are_iso_utc_to_the_microsecond(value: datetime) -> None:
+    assert ts(value) == value.astimezone(UTC).isoformat(timespec="microseconds")
+    assert ts(None) is None
+
+
+def test_timestamps_keep_text_order_as_time_order() -> None:
+    times = [T0 - timedelta(days=700_000), T0, T0 + timedelta(microseconds=1), T0 + timedelta(days=1)]
+    assert sorted(times, key=ts) == times
+
+
+def _records() -> list[MemoryRecord]:
+    plain = MemoryRecord(
+        id="r1",
+        tenant="t1",
+        kind=Kind.EPISODIC,
+        scope="case:c1",
+        content="Payment 42 failed — the gateway timed out",
+        created_at=T0,
+        event_time=T0 - timedelta(hours=1),
+        outcome="unknown",
+        sources=(Source(id="s1", quote="the quote"),),
+    )
+    full = MemoryRecord(
+        id="r2",
+        tenant="t1",
+        kind=Kind.PROCEDURAL,
+        scope="case:c1",
+        content="restart the gateway",
+        created_at=T0 + timedelta(microseconds=7),
+        valid_from=T0,
+        valid_to=T0 + timedelta(days=3),
+        procedure_name="restart",
+        procedure_version="2",
+        preconditions=("cap-b", "cap-a", "cap-b"),
+        outcome="verified-success",
+        tags=("subject:gw",),
+        embedding=(0.25, -1.5e-07, 3.0),
+        embedding_model="all-MiniLM-L6-v2",
+        untrusted_lineage=True,
+        sources=(Source(id="s2", type="test"),),
+    )
+    return [plain, full]
+
+
+def test_a_row_holds_the_record_json_and_its_fingerprint() -> None:
+    for record in _records():
+        row = dict(zip(_COLUMNS, record_row(record), strict=True))
+        assert row["body"] == record.model_dump_json()
+        assert row["fingerprint"] == record.fingerprint()
+        assert row["content_hash"] == record.content_hash
+        assert (row["kind"], row["status"]) == (record.kind.value, record.status.value)
+        assert type(row["kind"]) is str
+        assert type(row["status"]) is str
+        assert row["known_from"] == record.created_at.isoformat(timespec="microseconds")
+    full = dict(zip(_COLUMNS, record_row(_records()[1]), strict=True))
+    assert full["preconditions"] == '["cap-a", "cap-b"]'
+    assert '"embedding_model":"all-MiniLM-L6-v2"' in full["body"]
+    assert '"untrusted_lineage":true' in full["body"]
+    assert (full["start"], full["stop"]) == (ts(T0), ts(T0 + timedelta(days=3)))
+
+
+def _plan(path: Path, statement: str, params: tuple[str, ...]) -> str:
+    with closing(sqlite3.connect(path / DB_NAME)) as conn:
+        return " ".join(row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {statement}", params))
+
+
+def test_a_content_hash_lookup_seeks_the_hash_key(tmp_path: Path) -> None:
+    MemoryStore.embedded(tmp_path).close()
+    plan = _plan(tmp_path, _BY_CONTENT_HASH, ("t1", "0" * 16, "0" * 64))
+    assert "USING INDEX records_hash_key (tenant=? AND <expr>=?)" in plan
+
+
+def test_a_store_with_the_whole_hash_index_is_upgraded_when_opened(tmp_path: Path) -> None:
+    records = _records()
+    twin = records[0].model_copy(update={"id": "r3", "content": "PAYMENT 42  failed — the gateway timed out"})
+    with MemoryStore.embedded(tmp_path) as store:
+        store.add_many([*records, MemoryRecord.model_validate(twin.model_dump())])
+    with closing(sqlite3.connect(tmp_path / DB_NAME)) as conn:  # the index as an earlier store has it
+        conn.execute("DROP INDEX records_hash_key")
+        conn.execute("CREATE INDEX records_hash ON records (tenant, content_hash)")
+        conn.commit()
+    with MemoryStore.embedded(tmp_path) as store:
+        assert [r.id for r in store.backend.by_content_hash("t1", records[0].content_hash)] == ["r1", "r3"]
+        assert store.backend.by_content_hash("t1", records[1].content_hash) == [records[1]]
+        assert store.backend.by_content_hash("t1", "0" * 64) == []
+        assert store.backend.check() == []
+    with closing(sqlite3.connect(tmp_path / DB_NAME)) as conn:
+        names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == FORMAT
+    assert "records_hash_key" in names
+    assert "records_hash" not in names
+    assert "USING INDEX records_hash_key" in _plan(tmp_path, _BY_CONTENT_HASH, ("t1", "0" * 16, "0" * 64))
