@@ -44,7 +44,8 @@ from graphmem.backends.base import (
 )
 from graphmem.contracts import check_record
 from graphmem.errors import ConflictError, ContractViolation, LineageError, NotFound, TransactionConflict
-from graphmem.gated import LIMITED, Gated, as_gated
+from graphmem.gate_cache import DEFAULT_CANDIDATES, GateCache
+from graphmem.gated import LIMITED, Gated, Verdicts, ViewGate
 from graphmem.lineage import FORGOTTEN, support_count, support_ends
 from graphmem.lineage_ops import LineageOps
 from graphmem.model import (
@@ -148,7 +149,7 @@ def _outcomes(
 
 
 _NEO4J_SCHEMES = frozenset({"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"})
-_STORE_OPTIONS = ("clock", "min_support", "write_policy", "audit_recalls", "max_query_chars")
+_STORE_OPTIONS = ("clock", "min_support", "write_policy", "audit_recalls", "max_query_chars", "gate_cache")
 
 
 def _check_store_options(options: dict[str, Any]) -> None:
@@ -174,6 +175,8 @@ def _check_store_options(options: dict[str, Any]) -> None:
         )
     if "max_query_chars" in options:
         check_int(options["max_query_chars"], "max_query_chars", low=1, high=100_000_000)
+    if "gate_cache" in options:
+        check_int(options["gate_cache"], "gate_cache", low=0, high=100_000_000)
 
 
 def _check_neo4j_options(options: dict[str, Any]) -> None:
@@ -210,13 +213,16 @@ class MemoryStore(LineageOps, WriteGateOps):
         write_policy: WritePolicy | None = None,
         audit_recalls: bool | Literal["sync"] = True,
         max_query_chars: int = MAX_QUERY_CHARS,
+        gate_cache: int = DEFAULT_CANDIDATES,
     ) -> None:
         """A store over ``backend``. ``max_query_chars`` caps query text (``query_too_long``
-        beyond it). ``audit_recalls``: every recall's audit event is appended off the read
-        path within a moment (``True``; a crash may lose the last moment's events, a clean
+        beyond it); ``gate_cache`` bounds the candidates whose derived verdicts are kept
+        between reads (``graphmem.gate_cache``; shared by every store over one backend).
+        ``audit_recalls``: every recall's audit event is appended off the read path within a
+        moment (``True``; a crash may lose the last moment's events, a clean
         close none), before recall returns (``"sync"``), or not at all (``False``). Raises
         ``ContractViolation`` for an option of the wrong type or range."""
-        if not all(callable(getattr(backend, name, None)) for name in ("apply", "write", "gate")):
+        if not all(callable(getattr(backend, name, None)) for name in ("apply", "write", "gate_rows")):
             raise ContractViolation(
                 f"MemoryStore needs a graphmem backend, got {type(backend).__name__}; "
                 "open one with MemoryStore.embedded(), .neo4j() or .open()",
@@ -229,6 +235,7 @@ class MemoryStore(LineageOps, WriteGateOps):
                 "write_policy": write_policy,
                 "audit_recalls": audit_recalls,
                 "max_query_chars": max_query_chars,
+                "gate_cache": gate_cache,
             }
         )
         self.backend = backend
@@ -237,6 +244,7 @@ class MemoryStore(LineageOps, WriteGateOps):
         self.write_policy = write_policy or WritePolicy()
         self.audit_recalls = audit_recalls
         self.max_query_chars = max_query_chars
+        self._gate_cache = GateCache.of(backend, gate_cache)
 
     # -- opening and closing ----------------------------------------------
 
@@ -245,7 +253,7 @@ class MemoryStore(LineageOps, WriteGateOps):
         """An in-process store; with ``path``, persisted there with crash-safe writes.
 
         ``store_options`` are the constructor's: clock, min_support, write_policy,
-        audit_recalls, max_query_chars.
+        audit_recalls, max_query_chars, gate_cache.
         """
         from graphmem.backends.embedded import EmbeddedBackend
 
@@ -580,9 +588,11 @@ class MemoryStore(LineageOps, WriteGateOps):
         actor = check_text(actor, "actor", max_chars=256, optional=True)
         asked = ctx
         for attempt in range(1, ATTEMPTS + 1):
+            epoch = self._gate_cache.epoch(asked.tenant)  # before the read's snapshot begins
             with self.backend.reading():
                 ctx = asked if narrow is None else narrow(asked)
-                receipt, decisions = self._recall_now(ctx, query, explain, embedding, model)
+                gated = self._gated(ctx, epoch)
+                receipt, decisions = self._receipt_of(gated, ctx, query, explain, embedding, model)
                 event = None
                 if audit:
                     event = AuditEvent(
@@ -604,6 +614,7 @@ class MemoryStore(LineageOps, WriteGateOps):
                             event,
                             sync=self.audit_recalls == "sync",
                             as_of=ctx.known_at,
+                            seen=gated.seen(receipt.selected_ids),
                         )
                     )
                 except TransactionConflict:
@@ -613,16 +624,24 @@ class MemoryStore(LineageOps, WriteGateOps):
             return Selection(records=records, decisions=decisions, receipt=receipt)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _recall_now(
-        self,
-        ctx: ReadContext,
-        query: str,
-        explain: bool,
-        query_embedding: Sequence[float] | None,
-        query_model: str | None,
-    ) -> tuple[Receipt, tuple[Decision, ...]]:
-        gated = as_gated(self.backend.gate(ctx))
-        return self._receipt_of(gated, ctx, query, explain, query_embedding, query_model)
+    def _gate_view(self, ctx: ReadContext) -> ViewGate:
+        """``_gated`` in a read of its own."""
+        epoch = self._gate_cache.epoch(ctx.tenant)
+        with self.backend.reading():
+            return self._gated(ctx, epoch)
+
+    def _gated(self, ctx: ReadContext, epoch: int) -> ViewGate:
+        """The gate's verdicts on ``ctx``'s candidates, from the cache while the backend's
+        probe says they hold, else derived from its rows (and kept, unless the tenant was
+        purged since ``epoch``, taken before this read's snapshot began)."""
+        probe = self.backend.gate_probe(ctx)
+        cache = self._gate_cache
+        found = cache.get(ctx.tenant, probe, ctx.now, ctx.known_at)
+        if found is None:
+            rows = self.backend.gate_rows(ctx, probe)
+            found = Verdicts.of_columns(rows)
+            cache.put(ctx.tenant, probe, rows, ctx.now, ctx.known_at, found, epoch)
+        return ViewGate(found)
 
     def _receipt_of(
         self,
@@ -683,8 +702,7 @@ class MemoryStore(LineageOps, WriteGateOps):
             raise NotFound(f"no record {record_id!r} in tenant {ctx.tenant!r}")
         if found[1] is not None:
             return Decision(record_id=record_id, selected=False, reason=found[1])
-        with self.backend.reading():
-            ranked = as_gated(self.backend.gate(ctx)).ranked(query, None)
+        ranked = self._gate_view(ctx).ranked(query, None)
         outcome = _outcomes(ranked, ctx, every=True).get(record_id)
         if outcome is None:
             raise NotFound(f"record {record_id!r} changed while it was explained; ask again")
@@ -704,8 +722,9 @@ class MemoryStore(LineageOps, WriteGateOps):
         problems = receipt_problems(receipt, ctx)
         if problems:
             return VerifyResult(status="mismatch", differences=tuple(problems))
+        epoch = self._gate_cache.epoch(ctx.tenant)
         with self.backend.reading():
-            gated = as_gated(self.backend.gate(ctx))
+            gated = self._gated(ctx, epoch)
             try:
                 again, decisions = self._receipt_of(
                     gated, ctx, receipt.query, True, receipt.query_embedding, receipt.embedding_model

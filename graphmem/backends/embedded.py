@@ -14,9 +14,8 @@ import sqlite3
 import threading
 import time
 from array import array
-from bisect import bisect_right
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -39,10 +38,11 @@ from graphmem.backends.sqlite_check import check_database
 from graphmem.backends.sqlite_engine import DB_NAME, Engine, corrupt_error, record_row, ts
 from graphmem.errors import BackendUnavailable, ConflictError
 from graphmem.gate import Candidate, drop_reason, unknown_at
-from graphmem.gated import Verdicts, ViewGate
 from graphmem.model import (
     AuditEvent,
     DropReason,
+    GateProbe,
+    GateRows,
     Kind,
     MemoryRecord,
     ReadContext,
@@ -154,64 +154,6 @@ _CHANGES = (
 )
 
 
-class _GateMemo:
-    """Recent gate verdicts, keyed by what the gate reads from a context and valid while
-    the revisions of the scopes they cover and ``now``'s place among their time boundaries
-    are unchanged. Bounded by the candidates it holds; a tenant's entries go when one of
-    its records is erased."""
-
-    def __init__(self, max_candidates: int) -> None:
-        self.max_candidates = max_candidates
-        self._lock = threading.Lock()
-        self._held = 0
-        self._entries: OrderedDict[
-            tuple[Any, ...],
-            tuple[tuple[int, ...], tuple[list[datetime], list[datetime]], tuple[int, int], Verdicts],
-        ] = OrderedDict()
-
-    def get(
-        self, key: tuple[Any, ...], revs: tuple[int, ...], now: datetime, as_of: datetime
-    ) -> Verdicts | None:
-        with self._lock:
-            found = self._entries.get(key)
-            if found is None:
-                return None
-            held_revs, (boundaries, known), interval, verdicts = found
-            if held_revs != revs or (bisect_right(boundaries, now), bisect_right(known, as_of)) != interval:
-                return None
-            self._entries.move_to_end(key)
-            return verdicts
-
-    def put(
-        self,
-        key: tuple[Any, ...],
-        revs: tuple[int, ...],
-        boundaries: tuple[list[datetime], list[datetime]],
-        times: tuple[datetime, datetime],
-        v: Verdicts,
-    ) -> None:
-        """Hold ``v`` while the revisions are ``revs`` and (now, as of) stay in the same
-        intervals of the (valid, knowledge) time ``boundaries``."""
-        size = len(v.rows)
-        if size > self.max_candidates // 4:
-            return
-        with self._lock:
-            old = self._entries.pop(key, None)
-            if old is not None:
-                self._held -= len(old[3].rows)
-            while self._entries and self._held + size > self.max_candidates:
-                _, dropped = self._entries.popitem(last=False)
-                self._held -= len(dropped[3].rows)
-            interval = (bisect_right(boundaries[0], times[0]), bisect_right(boundaries[1], times[1]))
-            self._entries[key] = (revs, boundaries, interval, v)
-            self._held += size
-
-    def drop_tenant(self, tenant: str) -> None:
-        with self._lock:
-            for key in [k for k in self._entries if k[0] == tenant]:
-                self._held -= len(self._entries.pop(key)[3].rows)
-
-
 _CHANGES_HELD = 1024
 """Writes whose changed ids ``changed_since`` can tell (older ones: ``None``)."""
 _TOUCHED_HELD = 64
@@ -238,8 +180,7 @@ class EmbeddedBackend:
     """SQLite underneath: ``directory`` holds the store's database file; ``None`` keeps it in memory.
 
     ``busy_timeout`` is how long a writer waits for another process's write (then
-    ``store_busy``); ``gate_memo`` bounds the candidates whose verdicts are kept
-    between recalls.
+    ``store_busy``).
     """
 
     copies_fingerprints = True
@@ -250,7 +191,6 @@ class EmbeddedBackend:
         directory: str | Path | None = None,
         *,
         busy_timeout: float = 5.0,
-        gate_memo: int = 50_000,
         recall_audit_delay: float = 0.05,
     ) -> None:
         self.directory = None if directory is None else Path(directory)
@@ -259,7 +199,6 @@ class EmbeddedBackend:
             path = self.directory / DB_NAME
             self._prepare_directory(self.directory, path)
         self.engine = Engine(path, busy_timeout=busy_timeout)
-        self._memo = _GateMemo(gate_memo)
         self._recall_audit_delay = recall_audit_delay
         # Committed generation -> the ids of the records whose gate inputs that write may have
         # changed (None: any); generations this backend did not write are not here.
@@ -442,10 +381,8 @@ class EmbeddedBackend:
             changed.clear()
 
     def _after_erase(self, tenants: set[str]) -> None:
-        """Once the erase has committed: erased text leaves the gate memo (a reader may have
-        memoised it until the commit) and the WAL (every frame checkpointed, the log truncated)."""
-        for tenant in tenants:
-            self._memo.drop_tenant(tenant)
+        """Once the erase has committed: erased text leaves the WAL (every frame checkpointed,
+        the log truncated)."""
         deadline = time.monotonic() + 3 * self.engine.busy_timeout
         while not self.engine.checkpoint():
             if time.monotonic() > deadline:
@@ -814,26 +751,33 @@ class EmbeddedBackend:
             )
         return reached, matching, tuple(revs.get(s, 0) for s in reached)
 
-    def gate(self, ctx: ReadContext) -> ViewGate:
+    def gate_probe(self, ctx: ReadContext) -> GateProbe:
+        """Key: the scopes the context reaches and its terms; token: those scopes' revisions
+        (every committed write of a record, a lineage edge or a scope relation counts in
+        the scopes it touches, in every process)."""
         with self._read() as conn:
             reached, matching, revs = self._reach(conn, ctx)
-            key = (
-                ctx.tenant,
-                tuple(reached),
-                ctx.own_runs,
-                ctx.policy,
-                ctx.kinds,
-                ctx.clearance,
-                ctx.environment,
-            )
-            found = self._memo.get(key, revs, ctx.now, ctx.known_at)
-            if found is not None:
-                return ViewGate(found)
-            verdicts: list[tuple[str, str, DropReason | None]] = []
-            survivors: list[tuple[str, str, float, tuple[float, ...] | None]] = []
-            models: dict[str, str] = {}
-            times: set[datetime] = set()
-            known: set[datetime] = set()
+        key = (tuple(reached), ctx.own_runs, ctx.policy, ctx.kinds, ctx.clearance, ctx.environment)
+        return GateProbe(key, revs, (reached, matching))
+
+    def gate_rows(self, ctx: ReadContext, probe: GateProbe) -> GateRows:
+        out = GateRows()
+        ids, fingerprints, reasons = out.ids, out.fingerprints, out.reasons
+        survivor_ids, texts, recency, embeddings, models = (
+            out.survivor_ids,
+            out.texts,
+            out.recency,
+            out.embeddings,
+            out.models,
+        )
+        times: set[datetime] = set()
+        known: set[datetime] = set()
+        as_of = ctx.known_at
+        with self._read() as conn:
+            if isinstance(probe.state, tuple):
+                reached, matching = probe.state
+            else:
+                reached, matching, _ = self._reach(conn, ctx)
             for at in range(0, len(reached), 500):
                 chunk = reached[at : at + 500]
                 rows = conn.execute(
@@ -842,7 +786,7 @@ class EmbeddedBackend:
                     (ctx.tenant, *chunk),
                 )
                 for row in rows.fetchall():
-                    cand = self._candidate(ctx.tenant, row, conn, ctx.known_at)
+                    cand = self._candidate(ctx.tenant, row, conn, as_of)
                     times.update(
                         t
                         for t in (cand.start, cand.end, cand.superseded_at, cand.invalidated_at)
@@ -853,20 +797,21 @@ class EmbeddedBackend:
                         times.update(c[1] for c in cand.changes)
                         known.update(c[2] for c in cand.changes if c[2] is not None)
                     known.update(v[0] for v in cand.versions)
-                    if unknown_at(cand, ctx.known_at):
+                    if unknown_at(cand, as_of):
                         continue
                     reason = drop_reason(cand, ctx, row[13] in matching)
-                    verdicts.append((cand.id, cand.version_at(ctx.known_at)[1], reason))
+                    ids.append(cand.id)
+                    fingerprints.append(cand.version_at(as_of)[1])
+                    reasons.append(reason)
                     if reason is None:
                         emb = row[15]
-                        survivors.append(
-                            (cand.id, row[14], cand.recency, None if emb is None else tuple(array("d", emb)))
-                        )
-                        if row[18] is not None:
-                            models[cand.id] = row[18]
-        made = Verdicts.of_rows(verdicts, survivors, models)
-        self._memo.put(key, revs, (sorted(times), sorted(known)), (ctx.now, ctx.known_at), made)
-        return ViewGate(made)
+                        survivor_ids.append(cand.id)
+                        texts.append(row[14])
+                        recency.append(cand.recency)
+                        embeddings.append(None if emb is None else tuple(array("d", emb)))
+                        models.append(row[18])
+        out.boundaries = (sorted(times), sorted(known))
+        return out
 
     def _candidate(
         self,
@@ -998,7 +943,9 @@ class EmbeddedBackend:
         *,
         sync: bool = False,
         as_of: datetime | None = None,
+        seen: Mapping[str, tuple[str, str | None]] | None = None,
     ) -> list[MemoryRecord]:
+        # One snapshot with the gate's rows: every record is in the state the gate saw.
         records = self.get_many(tenant, record_ids)
         if as_of is not None and records:
             records = self._as_of(tenant, records, as_of)

@@ -494,7 +494,7 @@ class GraphmemStore(BaseStore):
             for scope in list(scopes):
                 scopes |= self.store.backend.scope_descendants(self.tenant, scope)
         newest: dict[tuple[Namespace, str], _Entry] = {}
-        for record_id, content, _, _ in self.store.backend.gate(self._ctx(scopes)).survivors:
+        for record_id, content, _, _ in self.store._gate_view(self._ctx(scopes)).survivors:
             entry = self._decode(record_id, content)
             if entry is None or entry.namespace[: len(prefix)] != prefix:
                 continue
