@@ -263,6 +263,10 @@ def _episode(record_id: str, content: str, event_time: datetime) -> MemoryRecord
     )
 
 
+def _erase(record_id: str) -> ForgetRequest:
+    return ForgetRequest(tenant="t", target=record_id, mode=ForgetMode.ERASE, reason="r", requested_by="u")
+
+
 def test_writes_to_a_group_reach_its_cached_views() -> None:
     store = MemoryStore.embedded(audit_recalls=False)
     ctx = ReadContext(as_of=KNOWN, tenant="t", scopes=("case:a",), now=T0)
@@ -343,7 +347,8 @@ def test_a_read_overlapping_an_erase_keeps_nothing_in_the_gate_cache() -> None:
         ForgetRequest(tenant="t", target="gone", mode=ForgetMode.ERASE, reason="r", requested_by="u")
     )
     cache.put("t", probe, rows, ctx.now, ctx.known_at, Verdicts.of_columns(rows), epoch)
-    assert cache.held == 0 and cache.texts() == []
+    assert cache.held == 0
+    assert cache.texts() == []
 
 
 def test_another_process_write_invalidates_the_gate_cache(tmp_path: Path) -> None:
