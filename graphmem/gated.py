@@ -1,11 +1,12 @@
 """What the gate hands to recall: verdicts, the ranking of survivors, receipt digests.
 
-``RowGate`` serves a ``GateResult``, the rows any backend can fill. The
-embedded backend keeps each scope group's verdicts as a ``GroupView`` until a
-record of the group changes or ``now`` crosses one of the group's validity
-boundaries, and combines the views a context reaches with ``ViewGate``. Both
-give identical rankings and digests; the shared suite and property tests
-hold them to that.
+The store turns a backend's ``GateRows`` (plain columns) into ``Verdicts`` once
+(``Verdicts.of_columns``): the survivors prepared for ranking, the digests'
+fragments made. ``graphmem.gate_cache`` keeps them between reads while the
+backend's probe says they hold; ``ViewGate`` serves them to recall.
+``RowGate`` ranks and hashes the reference gate's ``GateResult`` from scratch;
+both give identical rankings and digests, and the shared suite and property
+tests hold them to that.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Protocol
 
-from graphmem.gate import GateResult
 from graphmem.model import DropReason, GateRows
 from graphmem.ranking import Document, EmbeddingKind, Prepared, embedding_kinds, rank, rank_prepared
 from graphmem.receipts import (
@@ -32,7 +32,6 @@ __all__ = [
     "RowGate",
     "Verdicts",
     "ViewGate",
-    "as_gated",
 ]
 
 Outcomes = Mapping[str, tuple[bool, DropReason | None, float]]
@@ -125,13 +124,6 @@ def _id_json(rid: str) -> str:
 
 _LIMITED_TAIL = decision_fragment("", *LIMITED)[1:]
 """A ``LIMITED`` decision's fragment after its id (the usual outcome of a survivor)."""
-
-
-def as_gated(result: GateResult | Gated) -> Gated:
-    """What recall reads from a backend's gate result."""
-    if isinstance(result, GateResult):
-        return RowGate(result.verdicts, result.survivors, result.models)
-    return result
 
 
 Row = tuple[str, str, str | None, str | None]
