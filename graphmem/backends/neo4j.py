@@ -749,8 +749,10 @@ class Neo4jBackend:
         runs again with every fingerprint and survivor's text (rows not to keep).
         """
         tenant = ctx.tenant
-        if not isinstance(probe.state, tuple):
-            probe = self.gate_probe(ctx)
+        if not isinstance(probe.state, tuple):  # not this backend's probe: its own, not to keep
+            rows = self.gate_rows(ctx, self.gate_probe(ctx))
+            rows.keep = False
+            return rows
         state: tuple[dict[str, Any], int] = probe.state  # type: ignore[assignment]
         gated, epoch = state
         ids: list[str] = gated["ids"]
