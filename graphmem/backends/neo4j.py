@@ -750,10 +750,10 @@ class Neo4jBackend:
         """
         tenant = ctx.tenant
         if not isinstance(probe.state, tuple):  # not this backend's probe: its own, not to keep
-            rows = self.gate_rows(ctx, self.gate_probe(ctx))
-            rows.keep = False
-            return rows
-        state: tuple[dict[str, Any], int] = probe.state  # type: ignore[assignment]
+            own = self.gate_rows(ctx, self.gate_probe(ctx))
+            own.keep = False
+            return own
+        state: tuple[dict[str, Any], int] = probe.state
         gated, epoch = state
         ids: list[str] = gated["ids"]
         first: list[int] = gated["first"]
