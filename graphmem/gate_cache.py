@@ -53,9 +53,12 @@ class GateCache:
     def of(cls, backend: object, max_candidates: int = DEFAULT_CANDIDATES) -> GateCache:
         """The cache of every store over ``backend`` (made with ``max_candidates`` by the first)."""
         with _BY_BACKEND_LOCK:
-            found = _BY_BACKEND.get(backend)
-            if found is None:
-                found = _BY_BACKEND[backend] = cls(max_candidates)
+            try:
+                found = _BY_BACKEND.get(backend)
+                if found is None:
+                    found = _BY_BACKEND[backend] = cls(max_candidates)
+            except TypeError:  # a backend that cannot be referenced weakly: a cache of its own
+                found = cls(max_candidates)
             return found
 
     @property
