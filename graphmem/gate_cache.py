@@ -138,7 +138,13 @@ class GateCache:
             self._entries.clear()
             self._held = 0
 
-    def texts(self) -> list[str]:
-        """Every survivor text held (what an erase must leave nowhere here)."""
+    def texts(self, tenant: str | None = None) -> list[str]:
+        """Every survivor text held (of ``tenant``'s entries, if given): what an erase must
+        leave nowhere here."""
         with self._lock:
-            return [doc[1] for *_, v in self._entries.values() for doc in v.corpus.docs.values()]
+            return [
+                doc[1]
+                for key, (*_, verdicts) in self._entries.items()
+                if tenant is None or key[0] == tenant
+                for doc in verdicts.corpus.docs.values()
+            ]
