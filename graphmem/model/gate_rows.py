@@ -19,7 +19,7 @@ from graphmem.model.enums import DropReason
 __all__ = ["GateProbe", "GateRows"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class GateProbe:
     """What a context's verdicts depend on, as a backend reports it cheaply.
 
