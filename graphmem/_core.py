@@ -12,9 +12,19 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Concatenate, Literal, ParamSpec, Protocol, TypeVar
 
-from graphmem.backends.base import AddEdge, Backend, Op, PriorVersion, RelateScopes, ScopeWithin
+from graphmem.backends.base import (
+    AddEdge,
+    Backend,
+    Op,
+    PriorVersion,
+    PutRecord,
+    RelateScopes,
+    ScopeWithin,
+    UpdateRecord,
+)
 from graphmem.errors import TransactionConflict
-from graphmem.model import MemoryRecord, ReadContext, Selection, WritePolicy
+from graphmem.gate_cache import GateCache
+from graphmem.model import MemoryRecord, ReadContext, Selection, Status, WritePolicy
 
 __all__ = ["ATTEMPTS", "HasBackend", "StoreCore", "bulk", "transactional"]
 
@@ -111,13 +121,14 @@ class StoreCore:
     write_policy: WritePolicy
     audit_recalls: bool | Literal["sync"]
     max_query_chars: int
+    _gate_cache: GateCache
 
     def _apply(self, ops: Sequence[Op]) -> None:
         """Apply ``ops`` as one batch, each lineage change, scope nesting and scope relation
         stamped with the time the store records it (its knowledge time; an import keeps the
         times it carries)."""
         recorded = self.clock()
-        self.backend.apply(
+        self._send(
             [
                 op.model_copy(update={"recorded": recorded})
                 if isinstance(op, AddEdge | ScopeWithin | RelateScopes) and op.recorded is None
@@ -125,6 +136,23 @@ class StoreCore:
                 for op in ops
             ]
         )
+
+    def _send(self, ops: Sequence[Op]) -> None:
+        """``backend.apply(ops)``; ops that erase purge their tenants' cached verdicts first, in
+        the write, and again once it committed (a read that overlapped the commit keeps
+        nothing: ``GateCache.epoch``), so erased text is never served from the cache nor
+        held in it."""
+        erased = {
+            op.record.tenant
+            for op in ops
+            if isinstance(op, PutRecord | UpdateRecord)
+            and (op.record.status is Status.ERASED or (isinstance(op, UpdateRecord) and op.erase))
+        }
+        if erased:
+            self._gate_cache.purge(erased)
+        self.backend.apply(ops)
+        if erased:
+            self.backend.after_commit(lambda: self._gate_cache.purge(erased))
 
     def _prior(self, record: MemoryRecord, *, whole: bool = True) -> PriorVersion:
         """``record`` as stored now, kept when a change overwrites it (recorded now); without

@@ -1,11 +1,12 @@
 """What the gate hands to recall: verdicts, the ranking of survivors, receipt digests.
 
-``RowGate`` serves a ``GateResult``, the rows any backend can fill. The
-embedded backend keeps each scope group's verdicts as a ``GroupView`` until a
-record of the group changes or ``now`` crosses one of the group's validity
-boundaries, and combines the views a context reaches with ``ViewGate``. Both
-give identical rankings and digests; the shared suite and property tests
-hold them to that.
+The store turns a backend's ``GateRows`` (plain columns) into ``Verdicts`` once
+(``Verdicts.of_columns``): the survivors prepared for ranking, the digests'
+fragments made. ``graphmem.gate_cache`` keeps them between reads while the
+backend's probe says they hold; ``ViewGate`` serves them to recall.
+``RowGate`` ranks and hashes the reference gate's ``GateResult`` from scratch;
+both give identical rankings and digests, and the shared suite and property
+tests hold them to that.
 """
 
 from __future__ import annotations
@@ -17,8 +18,7 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Protocol
 
-from graphmem.gate import GateResult
-from graphmem.model import DropReason
+from graphmem.model import DropReason, GateRows
 from graphmem.ranking import Document, EmbeddingKind, Prepared, embedding_kinds, rank, rank_prepared
 from graphmem.receipts import (
     decision_fragment,
@@ -32,7 +32,6 @@ __all__ = [
     "RowGate",
     "Verdicts",
     "ViewGate",
-    "as_gated",
 ]
 
 Outcomes = Mapping[str, tuple[bool, DropReason | None, float]]
@@ -127,13 +126,6 @@ _LIMITED_TAIL = decision_fragment("", *LIMITED)[1:]
 """A ``LIMITED`` decision's fragment after its id (the usual outcome of a survivor)."""
 
 
-def as_gated(result: GateResult | Gated) -> Gated:
-    """What recall reads from a backend's gate result."""
-    if isinstance(result, GateResult):
-        return RowGate(result.verdicts, result.survivors, result.models)
-    return result
-
-
 Row = tuple[str, str, str | None, str | None]
 """(id, id as JSON, the drop's decision fragment, the survivor's fragment for the commonest
 outcome — unmatched and past the limit); one of the two fragments is None."""
@@ -142,18 +134,20 @@ outcome — unmatched and past the limit); one of the two fragments is None."""
 class Verdicts:
     """Gate verdicts on a set of candidates, ready for ranking and digests."""
 
-    __slots__ = ("_digests", "_kinds", "candidate_fragments", "corpus", "dropped", "models", "rows")
+    __slots__ = ("_digests", "_kinds", "candidate_fragments", "corpus", "dropped", "models", "rows", "seen")
 
     rows: list[Row]  # by id
     candidate_fragments: list[str]  # in the order of ``rows``
     dropped: list[tuple[str, DropReason]]  # by id
     corpus: Prepared
     models: dict[str, str]  # survivor id -> the model its embedding names
+    seen: dict[str, tuple[str, str | None]]  # survivor id -> (fingerprint, the backend's state)
 
     def __init__(self) -> None:
         self.rows, self.candidate_fragments, self.dropped = [], [], []
         self.corpus = Prepared([])
         self.models = {}
+        self.seen = {}
         self._digests: tuple[str, bytes, list[int], dict[str, int]] | None = None
         self._kinds: frozenset[EmbeddingKind] | None = None
 
@@ -191,13 +185,28 @@ class Verdicts:
         those that name one)."""
         made = cls()
         made.models = dict(models or {})
+        seen = made.seen
         for rid, fingerprint, reason in sorted(verdicts, key=itemgetter(0)):
             id_json = _id_json(rid)
             made.rows.append(_row(rid, id_json, reason))
             made.candidate_fragments.append(_candidate_fragment(id_json, fingerprint))
             if reason is not None:
                 made.dropped.append((rid, reason))
+            else:
+                seen[rid] = (fingerprint, None)
         made.corpus = Prepared(survivors)
+        return made
+
+    @classmethod
+    def of_columns(cls, rows: GateRows) -> Verdicts:
+        """The verdicts of a backend's ``GateRows``."""
+        survivors = zip(rows.survivor_ids, rows.texts, rows.recency, rows.embeddings, strict=True)
+        models = {rid: m for rid, m in zip(rows.survivor_ids, rows.models, strict=True) if m is not None}
+        made = cls.of_rows(zip(rows.ids, rows.fingerprints, rows.reasons, strict=True), survivors, models)
+        if rows.states is not None:
+            seen = made.seen
+            for rid, state in zip(rows.survivor_ids, rows.states, strict=True):
+                seen[rid] = (seen[rid][0], state)
         return made
 
     @classmethod
@@ -210,6 +219,7 @@ class Verdicts:
         merged.dropped = list(heapq.merge(*(p.dropped for p in parts)))
         merged.corpus = Prepared(doc for p in parts for doc in p.corpus.docs.values())
         merged.models = {rid: model for p in parts for rid, model in p.models.items()}
+        merged.seen = {rid: seen for p in parts for rid, seen in p.seen.items()}
         return merged
 
 
@@ -244,6 +254,11 @@ class ViewGate:
 
     def embedding_kinds(self) -> frozenset[EmbeddingKind]:
         return self.verdicts.embedding_kinds()
+
+    def seen(self, record_ids: Iterable[str]) -> dict[str, tuple[str, str | None]]:
+        """(fingerprint, the backend's state) of each of ``record_ids`` that survived."""
+        seen = self.verdicts.seen
+        return {rid: seen[rid] for rid in record_ids if rid in seen}
 
     def candidates_digest(self) -> str:
         return self.verdicts.digests()[0]

@@ -729,7 +729,7 @@ class LineageOps(StoreCore):
                 ) from None
         with bulk():
             plan = plan_import(self, ops, replace=replace)
-            self.backend.apply(plan.ops)
+            self._send(plan.ops)
         if plan.erases:
             forget_cached_terms()
             compact = getattr(self.backend, "compact", None)

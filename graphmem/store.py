@@ -44,13 +44,15 @@ from graphmem.backends.base import (
 )
 from graphmem.contracts import check_record
 from graphmem.errors import ConflictError, ContractViolation, LineageError, NotFound, TransactionConflict
-from graphmem.gated import LIMITED, Gated, as_gated
+from graphmem.gate_cache import DEFAULT_CANDIDATES, GateCache
+from graphmem.gated import LIMITED, Gated, Verdicts, ViewGate
 from graphmem.lineage import FORGOTTEN, support_count, support_ends
 from graphmem.lineage_ops import LineageOps
 from graphmem.model import (
     AuditEvent,
     Decision,
     DropReason,
+    GateProbe,
     Kind,
     MemoryRecord,
     ReadContext,
@@ -61,7 +63,7 @@ from graphmem.model import (
     utcnow,
 )
 from graphmem.model.base import validated
-from graphmem.ranking import SELECTOR_VERSION, embedding_mismatch
+from graphmem.ranking import SELECTOR_VERSION, Document, embedding_mismatch
 from graphmem.receipts import build_receipt, receipt_differences, receipt_problems
 from graphmem.write_ops import WriteGateOps
 
@@ -149,7 +151,7 @@ def _outcomes(
 
 
 _NEO4J_SCHEMES = frozenset({"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"})
-_STORE_OPTIONS = ("clock", "min_support", "write_policy", "audit_recalls", "max_query_chars")
+_STORE_OPTIONS = ("clock", "min_support", "write_policy", "audit_recalls", "max_query_chars", "gate_cache")
 
 
 def _check_store_options(options: dict[str, Any]) -> None:
@@ -175,6 +177,8 @@ def _check_store_options(options: dict[str, Any]) -> None:
         )
     if "max_query_chars" in options:
         check_int(options["max_query_chars"], "max_query_chars", low=1, high=100_000_000)
+    if "gate_cache" in options:
+        check_int(options["gate_cache"], "gate_cache", low=0, high=100_000_000)
 
 
 def _check_neo4j_options(options: dict[str, Any]) -> None:
@@ -211,13 +215,16 @@ class MemoryStore(LineageOps, WriteGateOps):
         write_policy: WritePolicy | None = None,
         audit_recalls: bool | Literal["sync"] = True,
         max_query_chars: int = MAX_QUERY_CHARS,
+        gate_cache: int = DEFAULT_CANDIDATES,
     ) -> None:
         """A store over ``backend``. ``max_query_chars`` caps query text (``query_too_long``
-        beyond it). ``audit_recalls``: every recall's audit event is appended off the read
-        path within a moment (``True``; a crash may lose the last moment's events, a clean
+        beyond it); ``gate_cache`` bounds the candidates whose derived verdicts are kept
+        between reads (``graphmem.gate_cache``; shared by every store over one backend).
+        ``audit_recalls``: every recall's audit event is appended off the read path within a
+        moment (``True``; a crash may lose the last moment's events, a clean
         close none), before recall returns (``"sync"``), or not at all (``False``). Raises
         ``ContractViolation`` for an option of the wrong type or range."""
-        if not all(callable(getattr(backend, name, None)) for name in ("apply", "write", "gate")):
+        if not all(callable(getattr(backend, name, None)) for name in ("apply", "write", "gate_rows")):
             raise ContractViolation(
                 f"MemoryStore needs a graphmem backend, got {type(backend).__name__}; "
                 "open one with MemoryStore.embedded(), .neo4j() or .open()",
@@ -230,6 +237,7 @@ class MemoryStore(LineageOps, WriteGateOps):
                 "write_policy": write_policy,
                 "audit_recalls": audit_recalls,
                 "max_query_chars": max_query_chars,
+                "gate_cache": gate_cache,
             }
         )
         self.backend = backend
@@ -238,6 +246,7 @@ class MemoryStore(LineageOps, WriteGateOps):
         self.write_policy = write_policy or WritePolicy()
         self.audit_recalls = audit_recalls
         self.max_query_chars = max_query_chars
+        self._gate_cache = GateCache.of(backend, gate_cache)
 
     # -- opening and closing ----------------------------------------------
 
@@ -246,7 +255,7 @@ class MemoryStore(LineageOps, WriteGateOps):
         """An in-process store; with ``path``, persisted there with crash-safe writes.
 
         ``store_options`` are the constructor's: clock, min_support, write_policy,
-        audit_recalls, max_query_chars.
+        audit_recalls, max_query_chars, gate_cache.
         """
         from graphmem.backends.embedded import EmbeddedBackend
 
@@ -581,9 +590,11 @@ class MemoryStore(LineageOps, WriteGateOps):
         actor = check_text(actor, "actor", max_chars=256, optional=True)
         asked = ctx
         for attempt in range(1, ATTEMPTS + 1):
+            epoch = self._gate_cache.epoch(asked.tenant)  # before the read's snapshot begins
             with self.backend.reading():
                 ctx = asked if narrow is None else narrow(asked)
-                receipt, decisions = self._recall_now(ctx, query, explain, embedding, model)
+                gated = self._gated(ctx, epoch)
+                receipt, decisions = self._receipt_of(gated, ctx, query, explain, embedding, model)
                 event = None
                 if audit:
                     event = AuditEvent(
@@ -605,6 +616,7 @@ class MemoryStore(LineageOps, WriteGateOps):
                             event,
                             sync=self.audit_recalls == "sync",
                             as_of=ctx.known_at,
+                            seen=gated.seen(receipt.selected_ids),
                         )
                     )
                 except TransactionConflict:
@@ -614,16 +626,43 @@ class MemoryStore(LineageOps, WriteGateOps):
             return Selection(records=records, decisions=decisions, receipt=receipt)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _recall_now(
-        self,
-        ctx: ReadContext,
-        query: str,
-        explain: bool,
-        query_embedding: Sequence[float] | None,
-        query_model: str | None,
-    ) -> tuple[Receipt, tuple[Decision, ...]]:
-        gated = as_gated(self.backend.gate(ctx))
-        return self._receipt_of(gated, ctx, query, explain, query_embedding, query_model)
+    def _gate_view(self, ctx: ReadContext) -> ViewGate:
+        """``_gated`` in a read of its own."""
+        epoch = self._gate_cache.epoch(ctx.tenant)
+        with self.backend.reading():
+            return self._gated(ctx, epoch)
+
+    def _survivors(self, ctx: ReadContext) -> list[Document]:
+        """The ranking inputs of ``ctx``'s survivors alone, in a read of its own: from the
+        backend's ``survivor_rows`` where it has them (they leave out what is out of use for
+        good), held in the gate cache under a key of their own; else ``_gate_view``'s."""
+        rows_of = getattr(self.backend, "survivor_rows", None)
+        if rows_of is None:
+            return self._gate_view(ctx).survivors
+        epoch = self._gate_cache.epoch(ctx.tenant)
+        cache = self._gate_cache
+        with self.backend.reading():
+            probe = self.backend.gate_probe(ctx)
+            probe = GateProbe(("survivors", probe.key), probe.token, probe.state)
+            found = cache.get(ctx.tenant, probe, ctx.now, ctx.known_at)
+            if found is None:
+                rows = rows_of(ctx, probe)
+                found = Verdicts.of_columns(rows)
+                cache.put(ctx.tenant, probe, rows, ctx.now, ctx.known_at, found, epoch)
+        return ViewGate(found).survivors
+
+    def _gated(self, ctx: ReadContext, epoch: int) -> ViewGate:
+        """The gate's verdicts on ``ctx``'s candidates, from the cache while the backend's
+        probe says they hold, else derived from its rows (and kept, unless the tenant was
+        purged since ``epoch``, taken before this read's snapshot began)."""
+        probe = self.backend.gate_probe(ctx)
+        cache = self._gate_cache
+        found = cache.get(ctx.tenant, probe, ctx.now, ctx.known_at)
+        if found is None:
+            rows = self.backend.gate_rows(ctx, probe)
+            found = Verdicts.of_columns(rows)
+            cache.put(ctx.tenant, probe, rows, ctx.now, ctx.known_at, found, epoch)
+        return ViewGate(found)
 
     def _receipt_of(
         self,
@@ -684,8 +723,7 @@ class MemoryStore(LineageOps, WriteGateOps):
             raise NotFound(f"no record {record_id!r} in tenant {ctx.tenant!r}")
         if found[1] is not None:
             return Decision(record_id=record_id, selected=False, reason=found[1])
-        with self.backend.reading():
-            ranked = as_gated(self.backend.gate(ctx)).ranked(query, None)
+        ranked = self._gate_view(ctx).ranked(query, None)
         outcome = _outcomes(ranked, ctx, every=True).get(record_id)
         if outcome is None:
             raise NotFound(f"record {record_id!r} changed while it was explained; ask again")
@@ -705,8 +743,9 @@ class MemoryStore(LineageOps, WriteGateOps):
         problems = receipt_problems(receipt, ctx)
         if problems:
             return VerifyResult(status="mismatch", differences=tuple(problems))
+        epoch = self._gate_cache.epoch(ctx.tenant)
         with self.backend.reading():
-            gated = as_gated(self.backend.gate(ctx))
+            gated = self._gated(ctx, epoch)
             try:
                 again, decisions = self._receipt_of(
                     gated, ctx, receipt.query, True, receipt.query_embedding, receipt.embedding_model

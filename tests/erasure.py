@@ -17,6 +17,8 @@ def places_holding(store: MemoryStore, tenant: str, text: str) -> list[str]:
     for record in store.backend.all_records(tenant):
         if text in record.model_dump_json():
             found.append(f"record {record.id}")
+    if any(text in held for held in store._gate_cache.texts(tenant)):
+        found.append("gate cache")
     if any(text in line for line in store.export(tenant)):
         found.append("export")
     if any(text in json.dumps(e.model_dump(mode="json"), ensure_ascii=False) for e in store.audit(tenant)):

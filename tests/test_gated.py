@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import itertools
 import random
+import subprocess
 import sys
 import threading
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -178,7 +180,7 @@ def test_views_equal_the_reference_gate_at_every_now(seed: int) -> None:
             limit=rng.randint(1, 5),
         )
         query = " ".join(rng.choices(WORDS, k=2))
-        view = store.backend.gate(ctx)
+        view = store._gate_view(ctx)
         assert isinstance(view, ViewGate)
         reference = run_gate(store.backend.candidates(ctx), ctx)
         rows = RowGate(reference.verdicts, reference.survivors)
@@ -219,7 +221,8 @@ def test_views_equal_the_reference_gate_at_every_now(seed: int) -> None:
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 10_000))
 def test_survivors_equal_the_gate_survivors_at_every_time(seed: int) -> None:
-    """``EmbeddedBackend.survivors`` (what passes, without reading rows out of use) gives the
+    """``MemoryStore._survivors`` (the embedded backend's ``survivor_rows``: what passes,
+    without reading rows out of use, held in the store's gate cache) gives the
     reference gate's survivors across writes (supersessions, invalidations, revocations, new
     records) and across valid and knowledge times moving either way, before and after the
     writes' own times — also when its held result is asked again."""
@@ -242,10 +245,10 @@ def test_survivors_equal_the_gate_survivors_at_every_time(seed: int) -> None:
             environment=tuple(rng.sample(["cap-a", "cap-b"], rng.randint(0, 2))),
         )
         reference = sorted(run_gate(backend.candidates(ctx), ctx).survivors)
-        assert sorted(backend.survivors(ctx)) == reference
-        assert sorted(backend.survivors(ctx)) == reference  # held
+        assert sorted(store._survivors(ctx)) == reference
+        assert sorted(store._survivors(ctx)) == reference  # held
         if rng.random() < 0.3:
-            assert sorted(backend.gate(ctx).survivors) == reference
+            assert sorted(store._gate_view(ctx).survivors) == reference
         if rng.random() < 0.5:
             target = f"r{rng.randrange(40):03d}"
             roll = rng.random()
@@ -319,6 +322,10 @@ def _episode(record_id: str, content: str, event_time: datetime) -> MemoryRecord
     )
 
 
+def _erase(record_id: str) -> ForgetRequest:
+    return ForgetRequest(tenant="t", target=record_id, mode=ForgetMode.ERASE, reason="r", requested_by="u")
+
+
 def test_writes_to_a_group_reach_its_cached_views() -> None:
     store = MemoryStore.embedded(audit_recalls=False)
     ctx = ReadContext(as_of=KNOWN, tenant="t", scopes=("case:a",), now=T0)
@@ -333,20 +340,99 @@ def test_writes_to_a_group_reach_its_cached_views() -> None:
     assert store.recall(ctx, "gateway").ids == []
 
 
-def test_gate_memo_is_bounded_and_follows_writes() -> None:
+def test_gate_cache_is_bounded_and_follows_writes() -> None:
     """Verdicts kept between recalls never exceed the bound and are never served after a write."""
-    store = MemoryStore(EmbeddedBackend(gate_memo=8), audit_recalls=False)
+    store = MemoryStore(EmbeddedBackend(), audit_recalls=False, gate_cache=8)
     store.add_many([_episode(f"e{i}", "gateway", T0 - H) for i in range(2)])
     ctx = ReadContext(as_of=KNOWN, tenant="t", scopes=("case:a",), now=T0)
-    first = store.backend.gate(ctx)
-    assert store.backend.gate(ctx).verdicts is first.verdicts  # memo hit: nothing changed
+    first = store._gate_view(ctx)
+    assert store._gate_view(ctx).verdicts is first.verdicts  # a hit: nothing changed
     store.add(_episode("e9", "gateway", T0 - H))
-    assert store.backend.gate(ctx).verdicts is not first.verdicts
+    assert store._gate_view(ctx).verdicts is not first.verdicts
     for i in range(10):
-        store.backend.gate(
+        store._gate_view(
             ReadContext(as_of=KNOWN, tenant="t", scopes=("case:a",), now=T0, environment=(f"e{i}",))
         )
-    assert store.backend._memo._held <= 8
+    assert 0 < store._gate_cache.held <= 8
+
+
+def test_stores_over_one_backend_share_its_gate_cache() -> None:
+    backend = EmbeddedBackend()
+    one, two = MemoryStore(backend), MemoryStore(backend, gate_cache=8)
+    assert one._gate_cache is two._gate_cache
+    assert MemoryStore(EmbeddedBackend())._gate_cache is not one._gate_cache
+
+
+def test_an_erase_leaves_no_erased_text_in_the_gate_cache() -> None:
+    """The erasing op purges the tenant's cached verdicts: the text is not reachable from the
+    cache object, and a recall after it neither serves nor caches it again."""
+    store = MemoryStore.embedded(audit_recalls=False)
+    secret = "the vault code is 4417 gateway"
+    store.add_many([_episode("keep", "gateway kept", T0 - H), _episode("gone", secret, T0 - H)])
+    store.add(_episode("other", secret, T0 - H).model_copy(update={"tenant": "u"}))
+    ctx = ReadContext(as_of=KNOWN, tenant="t", scopes=("case:a",), now=T0)
+    elsewhere = ctx.model_copy(update={"tenant": "u"})
+    assert "gone" in store.recall(ctx, "gateway").ids
+    store.recall(elsewhere, "gateway")
+    assert secret in store._gate_cache.texts()
+    purged: list[bool] = []
+    purge = store._gate_cache.purge
+
+    def watch(tenants: set[str]) -> None:
+        purge(tenants)
+        purged.append(bool(store.backend.engine._local.depth))  # type: ignore[attr-defined]
+
+    store._gate_cache.purge = watch  # type: ignore[method-assign]
+    store.forget(
+        ForgetRequest(tenant="t", target="gone", mode=ForgetMode.ERASE, reason="r", requested_by="u")
+    )
+    assert purged == [True, False]  # inside the write, and again once it committed
+    assert [doc for doc in store._gate_cache.texts() if doc == secret] == [secret]  # tenant u's own
+    assert all(key[0] != "t" for key in store._gate_cache._entries)
+    assert store.recall(ctx, "gateway").ids == ["keep"]
+    assert store._gate_cache.texts().count(secret) == 1
+
+
+def test_a_read_overlapping_an_erase_keeps_nothing_in_the_gate_cache() -> None:
+    """Verdicts derived by a read that began before an erase's purge are not kept."""
+    store = MemoryStore.embedded(audit_recalls=False)
+    store.add(_episode("gone", "the vault code is 4417", T0 - H))
+    ctx = ReadContext(as_of=KNOWN, tenant="t", scopes=("case:a",), now=T0)
+    cache = store._gate_cache
+    epoch = cache.epoch("t")
+    probe = store.backend.gate_probe(ctx)
+    rows = store.backend.gate_rows(ctx, probe)
+    store.forget(
+        ForgetRequest(tenant="t", target="gone", mode=ForgetMode.ERASE, reason="r", requested_by="u")
+    )
+    cache.put("t", probe, rows, ctx.now, ctx.known_at, Verdicts.of_columns(rows), epoch)
+    assert cache.held == 0
+    assert cache.texts() == []
+
+
+def test_another_process_write_invalidates_the_gate_cache(tmp_path: Path) -> None:
+    """A write by another process (another backend on the same file) changes the probe's
+    token: the verdicts cached before it are not served."""
+    store = MemoryStore.embedded(tmp_path, audit_recalls=False)
+    store.add(_episode("one", "gateway", T0 - H))
+    ctx = ReadContext(as_of=KNOWN, tenant="t", scopes=("case:a",), now=T0)
+    assert store.recall(ctx, "gateway").ids == ["one"]
+    held = store._gate_view(ctx).verdicts
+    assert store._gate_view(ctx).verdicts is held
+    code = (
+        "import sys; from datetime import datetime, timezone, timedelta\n"
+        "from graphmem import MemoryStore\n"
+        "from graphmem.model import MemoryRecord, Kind, Outcome, Source\n"
+        "store = MemoryStore.embedded(sys.argv[1])\n"
+        "store.add(MemoryRecord(id='two', tenant='t', kind=Kind.EPISODIC, content='gateway too', "
+        "scope='case:a', outcome=Outcome.UNKNOWN, sources=(Source(id='s'),), "
+        "event_time=datetime.fromisoformat(sys.argv[2])))\n"
+        "store.close()\n"
+    )
+    subprocess.run([sys.executable, "-c", code, str(tmp_path), (T0 - H).isoformat()], check=True)
+    assert store._gate_view(ctx).verdicts is not held
+    assert sorted(store.recall(ctx, "gateway").ids) == ["one", "two"]
+    store.close()
 
 
 def test_reads_and_writes_from_many_threads_stay_consistent() -> None:
@@ -394,6 +480,6 @@ def test_reads_and_writes_from_many_threads_stay_consistent() -> None:
         sys.setswitchinterval(interval)
     assert failures == []
     # after the dust settles, the cached views equal a fresh gate
-    view = store.backend.gate(ctx)
+    view = store._gate_view(ctx)
     reference = run_gate(store.backend.candidates(ctx), ctx)
     assert view.candidates_digest() == RowGate(reference.verdicts, reference.survivors).candidates_digest()

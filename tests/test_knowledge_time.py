@@ -274,12 +274,12 @@ def delete_behind_the_store(store: MemoryStore, tenant: str, rid: str) -> None:
     if isinstance(backend, EmbeddedBackend):
         with backend.engine.transaction(write=True) as conn:
             conn.execute("DELETE FROM records WHERE tenant = ? AND id = ?", (tenant, rid))
-        backend._memo.drop_tenant(tenant)
+        store._gate_cache.purge({tenant})
         return
     driver: neo4j.Driver = backend.driver  # type: ignore[attr-defined]
     with driver.session() as session:
         session.run("MATCH (m:Memory {tenant: $t, id: $id}) DETACH DELETE m", t=tenant, id=rid).consume()
-    backend._memo.drop_tenants({tenant})  # type: ignore[attr-defined]
+    store._gate_cache.purge({tenant})
 
 
 @pytest.mark.neo4j
@@ -300,7 +300,7 @@ def test_a_neo4j_version_kept_without_a_body_replays_todays_record(
     with neo4j_driver.session() as session:
         session.run("MATCH (m:Memory {tenant: $t}) REMOVE m.v_body", t=tenant).consume()
     store.backend._docs.clear()  # type: ignore[attr-defined]
-    store.backend._memo.drop_tenants({tenant})  # type: ignore[attr-defined]
+    store._gate_cache.purge({tenant})
     assert [len(r.sources) for r in store.recall(ctx(tenant, 10), "capture").records] == [2]
     clock.at = day(20)
     store.propose(proposal(tenant, "Capture timeouts are retried once.", "msg-3"), source_trust=Trust.TRUSTED)

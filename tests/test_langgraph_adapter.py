@@ -387,13 +387,13 @@ def test_get_and_put_never_read_the_whole_namespace(store: MemoryStore, tenant: 
     lg = GraphmemStore(store, tenant)
     lg.batch([PutOp(("big",), f"k{i}", {"n": i}) for i in range(30)])
     gated: list[Any] = []
-    original = store.backend.gate
+    original = store.backend.gate_probe
 
     def counting(ctx: ReadContext) -> Any:
         gated.append(ctx)
         return original(ctx)
 
-    store.backend.gate = counting  # type: ignore[method-assign]
+    store.backend.gate_probe = counting  # type: ignore[method-assign]
     try:
         lg.put(("big",), "k3", {"n": 99})
         lg.put(("big",), "new", {"n": 100})
@@ -402,7 +402,7 @@ def test_get_and_put_never_read_the_whole_namespace(store: MemoryStore, tenant: 
         assert lg.get(("big",), "k4") is None
         assert gated == []
     finally:
-        store.backend.gate = original  # type: ignore[method-assign]
+        store.backend.gate_probe = original  # type: ignore[method-assign]
     assert [i.key for i in lg.search(("big",), limit=3)] == ["k0", "k1", "k2"]
     assert len(lg.search(("big",), limit=100)) == 30
 

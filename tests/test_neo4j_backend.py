@@ -50,7 +50,7 @@ from graphmem.backends.base import AddEdge, AppendAudit, Op, PutRecord, ScopeWit
 from graphmem.backends.cypher import cypher, cypher_names, statements
 from graphmem.backends.neo4j import SCHEMA_VERSION, Neo4jBackend, fingerprint_tokens
 from graphmem.backends.neo4j_rows import send_ops
-from graphmem.model import AuditEvent
+from graphmem.model import AuditEvent, GateProbe
 from graphmem.testing import neo4j_server
 from graphmem.testing.neo4j_server import LocalNeo4j, Neo4jTarget
 
@@ -594,7 +594,7 @@ def test_a_record_held_whole_in_another_state_than_the_gate_saw_is_read_again(
 ) -> None:
     store, backend = _facts_store(neo4j_driver, neo4j_target, tenant)
     stale = _fact(tenant, "f3", "the office closes at five")
-    plain_gate = backend.gate
+    plain_gate = backend.gate_probe
 
     def gate(ctx: ReadContext) -> Any:
         result = plain_gate(ctx)  # then another recall of this process holds an older state whole
@@ -602,7 +602,7 @@ def test_a_record_held_whole_in_another_state_than_the_gate_saw_is_read_again(
         backend._docs.put_record(tenant, "s1:stale", stale)
         return result
 
-    backend.gate = gate  # type: ignore[method-assign]
+    backend.gate_probe = gate  # type: ignore[method-assign]
     for _ in range(2):
         assert _recall(store, tenant, "office closes")[2] == [_facts(tenant)[2]]
 
@@ -644,61 +644,47 @@ def test_erasing_a_record_drops_its_held_text(
     assert "the refund window is thirty days" in repr(backend._docs._entries)
 
 
-def _memo_texts(backend: Neo4jBackend) -> set[str]:
-    """The survivors' text the backend's gate memo holds."""
-    return {doc[1] for memo in backend._memo._entries.values() for doc in memo.verdicts.corpus.docs.values()}
-
-
 def test_an_unchanged_gate_report_reuses_its_verdicts_and_nothing_else_does(
     neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str
 ) -> None:
-    store, backend = _facts_store(neo4j_driver, neo4j_target, tenant)
+    store, _ = _facts_store(neo4j_driver, neo4j_target, tenant)
     ctx = ReadContext(as_of=KNOWN, tenant=tenant, scopes=("case:c1",), now=T0 + timedelta(days=1), limit=1)
-    first = backend.gate(ctx).verdicts
-    assert backend.gate(ctx).verdicts is first
+    first = store._gate_view(ctx).verdicts
+    assert store._gate_view(ctx).verdicts is first
     later = ctx.model_copy(update={"now": T0 + timedelta(days=2)})  # a later now changing no verdict
-    assert backend.gate(later).verdicts is first
+    assert store._gate_view(later).verdicts is first
     fresh = _store(neo4j_driver, neo4j_target)
     for query in ("refund window", "office closes", "card", ""):
         assert _recall(store, tenant, query) == _recall(fresh, tenant, query), query
     # another writer changes a record: the report differs, so the verdicts are made anew
     _rewrite(neo4j_driver, neo4j_target, _fact(tenant, "f3", "the cafeteria serves lunch"))
-    changed = backend.gate(ctx).verdicts
+    changed = store._gate_view(ctx).verdicts
     assert changed is not first
     assert "the cafeteria serves lunch" in {doc[1] for doc in changed.corpus.docs.values()}
     assert _recall(store, tenant, "cafeteria lunch") == _recall(fresh, tenant, "cafeteria lunch")
     # as of before the records were valid: other reasons, other verdicts
     before = ctx.model_copy(update={"now": T0 - timedelta(days=1)})
-    assert backend.gate(before).verdicts is not changed
-    assert [r for _, r in backend.gate(before).dropped()] == [DropReason.NOT_YET_VALID] * 3
+    assert store._gate_view(before).verdicts is not changed
+    assert [r for _, r in store._gate_view(before).dropped()] == [DropReason.NOT_YET_VALID] * 3
 
 
-def test_erasing_a_record_drops_the_gate_memos_of_its_tenant(
+def test_erasing_a_record_purges_the_gate_cache_of_its_tenant(
     neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str
 ) -> None:
-    store, backend = _facts_store(neo4j_driver, neo4j_target, tenant)
+    store, _ = _facts_store(neo4j_driver, neo4j_target, tenant)
     other = f"{tenant}-other"
     store.add_many(_facts(other))
     assert _recall(store, tenant, "office closes")[0] == ["f3"]
     assert _recall(store, other, "office closes")[0] == ["f3"]
-    assert "the office closes at six" in _memo_texts(backend)
+    cache = store._gate_cache
+    assert cache.texts().count("the office closes at six") == 2
     store.forget(
         ForgetRequest(tenant=tenant, target="f3", mode=ForgetMode.ERASE, reason="asked", requested_by="dpo")
     )
-    assert {key[0] for key in backend._memo._entries} == {other}
+    assert {key[0] for key in cache._entries} == {other}
+    assert cache.texts().count("the office closes at six") == 1  # the other tenant's own
     assert _recall(store, tenant, "office closes")[0] == ["f1"]  # f3 is gone; the top eligible record
-    assert "the office closes at six" in {
-        doc[1]
-        for key, memo in backend._memo._entries.items()
-        if key[0] == other
-        for doc in memo.verdicts.corpus.docs.values()
-    }
-    assert "the office closes at six" not in {
-        doc[1]
-        for key, memo in backend._memo._entries.items()
-        if key[0] == tenant
-        for doc in memo.verdicts.corpus.docs.values()
-    }
+    assert cache.texts().count("the office closes at six") == 1
 
 
 def test_held_text_is_bounded(neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str) -> None:
@@ -712,21 +698,28 @@ def test_held_text_is_bounded(neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTar
     )
 
 
-def test_gate_memos_are_bounded_by_the_candidates_they_hold(
+def test_the_gate_cache_is_bounded_by_the_candidates_it_holds(
     neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str
 ) -> None:
-    backend = Neo4jBackend(neo4j_driver, uri=neo4j_target.uri or "", doc_cache=24)
-    store = MemoryStore(backend)
+    store = MemoryStore(Neo4jBackend(neo4j_driver, uri=neo4j_target.uri or ""), gate_cache=12)
     store.add_many(_facts(tenant))
-    assert backend._memo.capacity == 6
     ctx = ReadContext(as_of=KNOWN, tenant=tenant, scopes=("case:c1",), now=T0 + timedelta(days=1))
-    valid = backend.gate(ctx).verdicts
-    early = backend.gate(ctx.model_copy(update={"now": T0 - timedelta(days=1)})).verdicts
-    assert backend._memo._held == 6
-    assert backend.gate(ctx).verdicts is valid
-    backend.gate(ctx.model_copy(update={"clearance": Sensitivity.PUBLIC}))  # a third report: the oldest goes
-    assert backend._memo._held == 6
-    assert backend.gate(ctx.model_copy(update={"now": T0 - timedelta(days=1)})).verdicts is not early
+    # four reports of three candidates each: valid, not yet valid, another kind, another policy
+    others = [
+        ctx.model_copy(update={"now": T0 - timedelta(days=1)}),
+        ctx.model_copy(update={"kinds": (Kind.EPISODIC,)}),
+        ctx.model_copy(update={"policy": "other"}),
+    ]
+    valid = store._gate_view(ctx).verdicts
+    early, kinds, _ = (store._gate_view(other).verdicts for other in others)
+    assert store._gate_cache.held == 12
+    assert store._gate_view(others[0]).verdicts is early
+    assert store._gate_view(ctx).verdicts is valid  # the least recently used is now ``kinds``
+    store._gate_view(ctx.model_copy(update={"clearance": Sensitivity.PUBLIC}))  # a fifth report
+    assert store._gate_cache.held == 12
+    assert store._gate_view(others[0]).verdicts is early
+    assert store._gate_view(ctx).verdicts is valid
+    assert store._gate_view(others[1]).verdicts is not kinds
 
 
 # --------------------------------------------------------------------------
@@ -951,11 +944,11 @@ def test_a_record_forgotten_between_the_gate_and_its_fetch_is_gated_again(
 ) -> None:
     store, backend = _facts_store(neo4j_driver, neo4j_target, tenant)
     other = _store(neo4j_driver, neo4j_target)
-    plain_gate = backend.gate
+    plain_gate = backend.gate_rows
     gates: list[int] = []
 
-    def gate(ctx: ReadContext) -> Any:
-        result = plain_gate(ctx)
+    def gate(ctx: ReadContext, probe: GateProbe) -> Any:
+        result = plain_gate(ctx, probe)
         gates.append(1)
         if len(gates) == 1:  # another process erases the top match right after the gate
             other.forget(
@@ -965,7 +958,7 @@ def test_a_record_forgotten_between_the_gate_and_its_fetch_is_gated_again(
             )
         return result
 
-    backend.gate = gate  # type: ignore[method-assign]
+    backend.gate_rows = gate  # type: ignore[method-assign]
     ids, _, records = _recall(store, tenant, "office closes")
     assert len(gates) == 2
     assert ids == [r.id for r in records] != ["f3"]

@@ -40,6 +40,7 @@ from graphmem.backends.base import PutRecord
 from graphmem.backends.neo4j import Neo4jBackend, fingerprint_tokens
 from graphmem.backends.neo4j_cache import stored_tokens
 from graphmem.backends.neo4j_crypt import seal
+from graphmem.gated import Verdicts, ViewGate
 from graphmem.receipts import candidates_digest
 from graphmem.testing.neo4j_server import Neo4jTarget
 
@@ -136,9 +137,10 @@ def test_live_and_kept_fingerprints_are_sealed_and_the_tokens_are_of_the_sealed_
     second = store.get(tenant, "f2")
     assert second is not None
     expected = candidates_digest([("f1", revoked.fingerprint()), ("f2", second.fingerprint())])
-    assert backend.gate(ctx).candidates_digest() == expected
-    assert backend._gated.fingerprints == {"f2": second.fingerprint()}
-    assert backend._gated.stored == {"f2": _nodes(neo4j_driver, tenant)["f2"]["fingerprint"]}
+    rows = backend.gate_rows(ctx, backend.gate_probe(ctx))
+    assert ViewGate(Verdicts.of_columns(rows)).candidates_digest() == expected
+    stored = _nodes(neo4j_driver, tenant)["f2"]["fingerprint"]
+    assert ViewGate(Verdicts.of_columns(rows)).seen(["f1", "f2"]) == {"f2": (second.fingerprint(), stored)}
     assert backend.gate_one(ctx, "f1") == (revoked.fingerprint(), DropReason.REVOKED)
     assert backend.kept_fingerprints(tenant, ["f1"], T0) == {"f1": active.fingerprint()}
     selection = store.recall(ctx, "refund")
@@ -219,16 +221,16 @@ def test_recall_rechecks_the_stored_fingerprint_it_gated(
     backend = store.backend
     assert isinstance(backend, Neo4jBackend)
     store.add_many([_fact(tenant, "f1", "the office closes at six"), _fact(tenant, "f2", "lunch at noon")])
-    backend.gate(_ctx(tenant))
-    seen = dict(backend._gated.stored)
+    rows = backend.gate_rows(_ctx(tenant), backend.gate_probe(_ctx(tenant)))
+    seen = ViewGate(Verdicts.of_columns(rows)).seen(["f1", "f2"])
     assert set(seen) == {"f1", "f2"}
-    assert all(v.startswith("s1:") for v in seen.values())
-    assert [r.id for r in backend.recalled(tenant, ["f1", "f2"], None)] == ["f1", "f2"]
+    assert all(state is not None and state.startswith("s1:") for _, state in seen.values())
+    assert [r.id for r in backend.recalled(tenant, ["f1", "f2"], None, seen=seen)] == ["f1", "f2"]
     backend._docs.clear()
     _revoke(_store(neo4j_driver, neo4j_target), tenant, "f2")  # another client
     with pytest.raises(TransactionConflict):
-        backend.recalled(tenant, ["f2"], None, as_of=KNOWN)
-    assert [r.id for r in backend.recalled(tenant, ["f1"], None, as_of=KNOWN)] == ["f1"]
+        backend.recalled(tenant, ["f2"], None, as_of=KNOWN, seen=seen)
+    assert [r.id for r in backend.recalled(tenant, ["f1"], None, as_of=KNOWN, seen=seen)] == ["f1"]
 
 
 def test_recalls_racing_overwrites_and_erases_never_select_a_stale_fingerprint(
@@ -245,6 +247,14 @@ def test_recalls_racing_overwrites_and_erases_never_select_a_stale_fingerprint(
     stop = threading.Event()
     failures: list[str] = []
     checked = [0]
+    gated = threading.local()  # each reader's last gate: record id -> the fingerprint it passed
+    recalled = backend.recalled
+
+    def recalled_seen(*args: Any, seen: dict[str, tuple[str, str | None]], **kwargs: Any) -> Any:
+        gated.fingerprints = {rid: fingerprint for rid, (fingerprint, _) in seen.items()}
+        return recalled(*args, seen=seen, **kwargs)
+
+    backend.recalled = recalled_seen  # type: ignore[method-assign]
 
     def write() -> None:
         version = 0
@@ -266,7 +276,7 @@ def test_recalls_racing_overwrites_and_erases_never_select_a_stale_fingerprint(
                     selection = reader.recall(_ctx(tenant, limit=8), "refund rule version")
                 except TransactionConflict:
                     continue  # every attempt saw a change: allowed, never a stale record
-                passed = backend._gated.fingerprints
+                passed = gated.fingerprints
                 for record in selection.records:
                     if record.status is not Status.ACTIVE:
                         failures.append(f"{record.id} returned {record.status.value}")
@@ -287,7 +297,7 @@ def test_recalls_racing_overwrites_and_erases_never_select_a_stale_fingerprint(
     assert checked[0] > 0
     final = reader.recall(_ctx(tenant, limit=8), "refund rule version")
     assert {"f0", "f1"}.isdisjoint(final.ids)
-    assert all(r.fingerprint() == backend._gated.fingerprints[r.id] for r in final.records)
+    assert all(r.fingerprint() == gated.fingerprints[r.id] for r in final.records)
 
 
 def _as_before_sealing(driver: neo4j.Driver, store: MemoryStore, tenant: str) -> dict[str, str]:

@@ -108,7 +108,7 @@ def _recorded_then_overwritten(
     assert merged.record_id == rid
     assert _edge(driver, tenant, rid) != before_edge
     backend._docs.clear()  # a client that holds nothing of the record yet
-    backend._memo.clear()
+    store._gate_cache.clear()
     return store, backend, rid, then, recalled, before_node, before_edge
 
 

@@ -7,7 +7,7 @@ records and the graph facts the gate needs; the gate itself lives in
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -15,11 +15,11 @@ from typing import Annotated, Literal, Protocol, Union
 
 from pydantic import Field
 
-from graphmem.gate import GateResult
-from graphmem.gated import Gated
 from graphmem.model import (
     AuditEvent,
     DropReason,
+    GateProbe,
+    GateRows,
     GraphmemModel,
     MemoryRecord,
     ReadContext,
@@ -188,12 +188,20 @@ class Backend(Protocol):
 
     def source_exists(self, tenant: str, source_id: str) -> bool: ...
 
-    def gate(self, ctx: ReadContext) -> GateResult | Gated:
+    def gate_probe(self, ctx: ReadContext) -> GateProbe:
+        """What the gate's verdicts on ``ctx`` depend on, found cheaply (``GateProbe``): the
+        store serves verdicts it derived under an equal key and token without asking for
+        rows. Called in the read's snapshot, before ``gate_rows``."""
+        ...
+
+    def gate_rows(self, ctx: ReadContext, probe: GateProbe) -> GateRows:
         """Gate every candidate of ``ctx``: the tenant's records whose scope lies in the context's closure.
 
         The closure is the context's scopes and run plus every scope they are
         transitively WITHIN; a run scope other than the context's own runs
         (``ctx.own_runs``) is in the closure but out of scope (``scope_mismatch``).
+        ``probe`` is this read's ``gate_probe``; rows that are not its state (read
+        again because a record changed in between) say so (``GateRows.keep``).
         """
         ...
 
@@ -213,12 +221,16 @@ class Backend(Protocol):
         *,
         sync: bool = False,
         as_of: datetime | None = None,
+        seen: Mapping[str, tuple[str, str | None]] | None = None,
     ) -> list[MemoryRecord]:
         """``get_many`` of a recall's selection, each record as the store held it at the
         knowledge time ``as_of`` (its kept version when a later overwrite replaced it; today's
         when ``as_of`` is None); the recall's audit event (if any) is queued
         and appended off the read path (``graphmem.backends.recall_log``), or with ``sync``
-        appended before this returns, in a write of its own once the read has ended."""
+        appended before this returns, in a write of its own once the read has ended.
+        ``seen``: record id → (fingerprint, state) as the gate's rows reported them; a
+        backend whose reads are not one snapshot raises ``TransactionConflict`` for a
+        record no longer in that state."""
         ...
 
     def all_records(self, tenant: str) -> list[MemoryRecord]: ...
@@ -292,6 +304,10 @@ class Backend(Protocol):
 
     def reading(self) -> AbstractContextManager[object]:
         """One consistent snapshot for every read this thread makes inside it."""
+        ...
+
+    def after_commit(self, step: Callable[[], None]) -> None:
+        """Run ``step`` once this thread's write transaction has ended (now, outside one)."""
         ...
 
     def write(self) -> AbstractContextManager[object]:

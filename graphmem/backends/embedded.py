@@ -14,9 +14,8 @@ import sqlite3
 import threading
 import time
 from array import array
-from bisect import bisect_right
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -39,10 +38,11 @@ from graphmem.backends.sqlite_check import check_database
 from graphmem.backends.sqlite_engine import DB_NAME, Engine, corrupt_error, record_row, ts
 from graphmem.errors import BackendUnavailable, ConflictError
 from graphmem.gate import Candidate, drop_reason, unknown_at
-from graphmem.gated import Verdicts, ViewGate
 from graphmem.model import (
     AuditEvent,
     DropReason,
+    GateProbe,
+    GateRows,
     Kind,
     MemoryRecord,
     ReadContext,
@@ -176,70 +176,6 @@ _CHANGES = (
 )
 
 
-class _GateMemo:
-    """Recent gate verdicts, keyed by what the gate reads from a context and valid while
-    the revisions of the scopes they cover and ``now``'s place among their time boundaries
-    are unchanged. Bounded by the candidates it holds; a tenant's entries go when one of
-    its records is erased."""
-
-    def __init__(self, max_candidates: int) -> None:
-        self.max_candidates = max_candidates
-        self._lock = threading.Lock()
-        self._held = 0
-        self._entries: OrderedDict[
-            tuple[Any, ...],
-            tuple[tuple[int, ...], tuple[list[datetime], list[datetime]], tuple[int, int], Verdicts],
-        ] = OrderedDict()
-
-    def get(
-        self, key: tuple[Any, ...], revs: tuple[int, ...], now: datetime, as_of: datetime
-    ) -> Verdicts | None:
-        with self._lock:
-            found = self._entries.get(key)
-            if found is None:
-                return None
-            held_revs, (boundaries, known), interval, verdicts = found
-            if held_revs != revs or (bisect_right(boundaries, now), bisect_right(known, as_of)) != interval:
-                return None
-            self._entries.move_to_end(key)
-            return verdicts
-
-    def put(
-        self,
-        key: tuple[Any, ...],
-        revs: tuple[int, ...],
-        boundaries: tuple[list[datetime], list[datetime]],
-        times: tuple[datetime, datetime],
-        v: Verdicts,
-    ) -> None:
-        """Hold ``v`` while the revisions are ``revs`` and (now, as of) stay in the same
-        intervals of the (valid, knowledge) time ``boundaries``."""
-        size = _held_size(v)
-        if size > self.max_candidates // 4:
-            return
-        with self._lock:
-            old = self._entries.pop(key, None)
-            if old is not None:
-                self._held -= _held_size(old[3])
-            while self._entries and self._held + size > self.max_candidates:
-                _, dropped = self._entries.popitem(last=False)
-                self._held -= _held_size(dropped[3])
-            interval = (bisect_right(boundaries[0], times[0]), bisect_right(boundaries[1], times[1]))
-            self._entries[key] = (revs, boundaries, interval, v)
-            self._held += size
-
-    def drop_tenant(self, tenant: str) -> None:
-        with self._lock:
-            for key in [k for k in self._entries if k[0] == tenant]:
-                self._held -= _held_size(self._entries.pop(key)[3])
-
-
-def _held_size(v: Verdicts) -> int:
-    """What a memo entry counts against its bound: its candidates (survivors only, for the
-    survivors of ``EmbeddedBackend.survivors``)."""
-    return max(len(v.rows), len(v.corpus.docs))
-
-
 _CHANGES_HELD = 1024
 """Writes whose changed ids ``changed_since`` can tell (older ones: ``None``)."""
 _TOUCHED_HELD = 64
@@ -266,8 +202,7 @@ class EmbeddedBackend:
     """SQLite underneath: ``directory`` holds the store's database file; ``None`` keeps it in memory.
 
     ``busy_timeout`` is how long a writer waits for another process's write (then
-    ``store_busy``); ``gate_memo`` bounds the candidates whose verdicts are kept
-    between recalls.
+    ``store_busy``).
     """
 
     copies_fingerprints = True
@@ -278,7 +213,6 @@ class EmbeddedBackend:
         directory: str | Path | None = None,
         *,
         busy_timeout: float = 5.0,
-        gate_memo: int = 50_000,
         recall_audit_delay: float = 0.05,
     ) -> None:
         self.directory = None if directory is None else Path(directory)
@@ -287,7 +221,6 @@ class EmbeddedBackend:
             path = self.directory / DB_NAME
             self._prepare_directory(self.directory, path)
         self.engine = Engine(path, busy_timeout=busy_timeout)
-        self._memo = _GateMemo(gate_memo)
         self._recall_audit_delay = recall_audit_delay
         # Committed generation -> the ids of the records whose gate inputs that write may have
         # changed (None: any); generations this backend did not write are not here.
@@ -474,10 +407,8 @@ class EmbeddedBackend:
             changed.clear()
 
     def _after_erase(self, tenants: set[str]) -> None:
-        """Once the erase has committed: erased text leaves the gate memo (a reader may have
-        memoised it until the commit) and the WAL (every frame checkpointed, the log truncated)."""
-        for tenant in tenants:
-            self._memo.drop_tenant(tenant)
+        """Once the erase has committed: erased text leaves the WAL (every frame checkpointed,
+        the log truncated)."""
         deadline = time.monotonic() + 3 * self.engine.busy_timeout
         while not self.engine.checkpoint():
             if time.monotonic() > deadline:
@@ -870,96 +801,56 @@ class EmbeddedBackend:
             )
         return reached, matching, tuple(revs.get(s, 0) for s in reached)
 
-    @staticmethod
-    def _gate_key(ctx: ReadContext, reached: list[str]) -> tuple[Any, ...]:
-        """What the gate reads from a context besides its times: the memo's key (tenant first)."""
-        return (
-            ctx.tenant,
-            tuple(reached),
-            ctx.own_runs,
-            ctx.policy,
-            ctx.kinds,
-            ctx.clearance,
-            ctx.environment,
+    def gate_probe(self, ctx: ReadContext) -> GateProbe:
+        """Key: the scopes the context reaches and its terms; token: those scopes' revisions
+        (every committed write of a record, a lineage edge or a scope relation counts in
+        the scopes it touches, in every process)."""
+        with self._read() as conn:
+            reached, matching, revs = self._reach(conn, ctx)
+        key = (tuple(reached), ctx.own_runs, ctx.policy, ctx.kinds, ctx.clearance, ctx.environment)
+        return GateProbe(key, revs, (reached, matching))
+
+    def gate_rows(self, ctx: ReadContext, probe: GateProbe) -> GateRows:
+        return self._gate_rows(ctx, probe, survivors_only=False)
+
+    def survivor_rows(self, ctx: ReadContext, probe: GateProbe) -> GateRows:
+        """``gate_rows`` of the survivors alone, for reads that need only what passes
+        (LangGraph's search): a row out of use as of the context's knowledge time
+        (superseded, revoked, …: not active, and last changed before then or never) is not
+        read into a candidate, since its status holds at every later knowledge time — so an
+        item's history costs a search nothing. The rows' boundaries start at the read's
+        own times: what was left out passes at no time from them on."""
+        return self._gate_rows(ctx, probe, survivors_only=True)
+
+    def _gate_rows(self, ctx: ReadContext, probe: GateProbe, *, survivors_only: bool) -> GateRows:
+        out = GateRows()
+        ids, fingerprints, reasons = out.ids, out.fingerprints, out.reasons
+        survivor_ids, texts, recency, embeddings, models = (
+            out.survivor_ids,
+            out.texts,
+            out.recency,
+            out.embeddings,
+            out.models,
         )
-
-    def survivors(self, ctx: ReadContext) -> list[tuple[str, str, float, tuple[float, ...] | None]]:
-        """``gate(ctx).survivors`` without the other candidates' verdicts, for reads that need
-        only what passes (LangGraph's search): a row out of use as of the context's knowledge
-        time (superseded, revoked, …: not active, and last changed before then or never) is
-        not read into a candidate, since its status holds at every later knowledge time — so
-        an item's history costs a search nothing. Held like the gate's verdicts, for the same
-        scope revisions and time intervals, from the knowledge time read on."""
+        times: set[datetime] = {ctx.now} if survivors_only else set()
+        known: set[datetime] = {ctx.known_at} if survivors_only else set()
+        as_of = ctx.known_at
+        left_out = f" AND NOT {_OUT_OF_USE}" if survivors_only else ""
+        left_out_args = (ts(as_of), ts(ctx.now), ts(ctx.now)) if survivors_only else ()
         with self._read() as conn:
-            reached, matching, revs = self._reach(conn, ctx)
-            key = self._gate_key(ctx, reached)
-            own = (*key, "survivors")
-            found = self._memo.get(key, revs, ctx.now, ctx.known_at) or self._memo.get(
-                own, revs, ctx.now, ctx.known_at
-            )
-            if found is not None:
-                return ViewGate(found).survivors
-            survivors: list[tuple[str, str, float, tuple[float, ...] | None]] = []
-            models: dict[str, str] = {}
-            # The rows left out pass at no time from the read's on (and none before it is
-            # claimed): its now and knowledge time bound what is held.
-            times: set[datetime] = {ctx.now}
-            known: set[datetime] = {ctx.known_at}
-            for at in range(0, len(reached), 500):
-                chunk = reached[at : at + 500]
-                rows = conn.execute(
-                    f"SELECT {_GATE_COLUMNS} FROM records WHERE tenant = ? "
-                    f"AND scope IN ({_marks(len(chunk))}) AND NOT {_OUT_OF_USE}",
-                    (ctx.tenant, *chunk, ts(ctx.known_at), ts(ctx.now), ts(ctx.now)),
-                )
-                for row in rows.fetchall():
-                    cand = self._candidate(ctx.tenant, row, conn, ctx.known_at)
-                    times.update(
-                        t
-                        for t in (cand.start, cand.end, cand.superseded_at, cand.invalidated_at)
-                        if t is not None
-                    )
-                    known.update(t for t in (cand.known_from, cand.changed_at) if t is not None)
-                    if cand.changes:
-                        times.update(c[1] for c in cand.changes)
-                        known.update(c[2] for c in cand.changes if c[2] is not None)
-                    known.update(v[0] for v in cand.versions)
-                    if (
-                        unknown_at(cand, ctx.known_at)
-                        or drop_reason(cand, ctx, row[13] in matching) is not None
-                    ):
-                        continue
-                    emb = row[15]
-                    survivors.append(
-                        (cand.id, row[14], cand.recency, None if emb is None else tuple(array("d", emb)))
-                    )
-                    if row[18] is not None:
-                        models[cand.id] = row[18]
-        made = Verdicts.of_rows((), survivors, models)
-        self._memo.put(own, revs, (sorted(times), sorted(known)), (ctx.now, ctx.known_at), made)
-        return ViewGate(made).survivors
-
-    def gate(self, ctx: ReadContext) -> ViewGate:
-        with self._read() as conn:
-            reached, matching, revs = self._reach(conn, ctx)
-            key = self._gate_key(ctx, reached)
-            found = self._memo.get(key, revs, ctx.now, ctx.known_at)
-            if found is not None:
-                return ViewGate(found)
-            verdicts: list[tuple[str, str, DropReason | None]] = []
-            survivors: list[tuple[str, str, float, tuple[float, ...] | None]] = []
-            models: dict[str, str] = {}
-            times: set[datetime] = set()
-            known: set[datetime] = set()
+            if isinstance(probe.state, tuple):
+                reached, matching = probe.state
+            else:
+                reached, matching, _ = self._reach(conn, ctx)
             for at in range(0, len(reached), 500):
                 chunk = reached[at : at + 500]
                 rows = conn.execute(
                     f"SELECT {_GATE_COLUMNS} FROM records "
-                    f"WHERE tenant = ? AND scope IN ({_marks(len(chunk))})",
-                    (ctx.tenant, *chunk),
+                    f"WHERE tenant = ? AND scope IN ({_marks(len(chunk))}){left_out}",
+                    (ctx.tenant, *chunk, *left_out_args),
                 )
                 for row in rows.fetchall():
-                    cand = self._candidate(ctx.tenant, row, conn, ctx.known_at)
+                    cand = self._candidate(ctx.tenant, row, conn, as_of)
                     times.update(
                         t
                         for t in (cand.start, cand.end, cand.superseded_at, cand.invalidated_at)
@@ -970,20 +861,23 @@ class EmbeddedBackend:
                         times.update(c[1] for c in cand.changes)
                         known.update(c[2] for c in cand.changes if c[2] is not None)
                     known.update(v[0] for v in cand.versions)
-                    if unknown_at(cand, ctx.known_at):
+                    if unknown_at(cand, as_of):
                         continue
                     reason = drop_reason(cand, ctx, row[13] in matching)
-                    verdicts.append((cand.id, cand.version_at(ctx.known_at)[1], reason))
+                    if survivors_only and reason is not None:
+                        continue
+                    ids.append(cand.id)
+                    fingerprints.append(cand.version_at(as_of)[1])
+                    reasons.append(reason)
                     if reason is None:
                         emb = row[15]
-                        survivors.append(
-                            (cand.id, row[14], cand.recency, None if emb is None else tuple(array("d", emb)))
-                        )
-                        if row[18] is not None:
-                            models[cand.id] = row[18]
-        made = Verdicts.of_rows(verdicts, survivors, models)
-        self._memo.put(key, revs, (sorted(times), sorted(known)), (ctx.now, ctx.known_at), made)
-        return ViewGate(made)
+                        survivor_ids.append(cand.id)
+                        texts.append(row[14])
+                        recency.append(cand.recency)
+                        embeddings.append(None if emb is None else tuple(array("d", emb)))
+                        models.append(row[18])
+        out.boundaries = (sorted(times), sorted(known))
+        return out
 
     def _candidate(
         self,
@@ -1115,7 +1009,9 @@ class EmbeddedBackend:
         *,
         sync: bool = False,
         as_of: datetime | None = None,
+        seen: Mapping[str, tuple[str, str | None]] | None = None,
     ) -> list[MemoryRecord]:
+        # One snapshot with the gate's rows: every record is in the state the gate saw.
         records = self.get_many(tenant, record_ids)
         if as_of is not None and records:
             records = self._as_of(tenant, records, as_of)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -40,7 +40,7 @@ from graphmem.backends.base import (
 )
 from graphmem.backends.cypher import cypher, statements
 from graphmem.backends.keystore import KeyStore, SqliteKeyStore
-from graphmem.backends.neo4j_cache import DocCache, GateMemo, Memo, fingerprint_tokens, stored_tokens
+from graphmem.backends.neo4j_cache import DocCache, fingerprint_tokens, stored_tokens
 from graphmem.backends.neo4j_crypt import SEALED_FINGERPRINT, Crypt
 from graphmem.backends.neo4j_rows import (
     KINDS,
@@ -62,8 +62,16 @@ from graphmem.errors import (
     GraphmemError,
     TransactionConflict,
 )
-from graphmem.gated import Verdicts, ViewGate
-from graphmem.model import AuditEvent, DropReason, MemoryRecord, ReadContext, Source, Status
+from graphmem.model import (
+    AuditEvent,
+    DropReason,
+    GateProbe,
+    GateRows,
+    MemoryRecord,
+    ReadContext,
+    Source,
+    Status,
+)
 from graphmem.model.canonical import sha256
 
 __all__ = [
@@ -92,13 +100,6 @@ T = TypeVar("T")
 _Retryable = type[neo4j_errors.Neo4jError] | type[neo4j_errors.DriverError]
 
 
-def _verdicts(
-    ids: list[str], fingerprints: list[str], reasons: list[str]
-) -> list[tuple[str, str, DropReason | None]]:
-    """The gate's parallel lists as (record id, fingerprint, drop reason or None) rows."""
-    return [(i, f, _REASONS[r]) for i, f, r in zip(ids, fingerprints, reasons, strict=True)]
-
-
 def _lock(tx: Tx, tenants: Iterable[str]) -> None:
     """Take the write locks of ``tenants`` in ``tx`` (lock_tenants.cypher)."""
     tx.run(cypher("lock_tenants"), {"locks": lock_names(tenants)}).consume()
@@ -107,7 +108,7 @@ def _lock(tx: Tx, tenants: Iterable[str]) -> None:
 class _Write:
     """One thread's open write transaction (``Neo4jBackend.write``)."""
 
-    __slots__ = ("broken", "locked", "poisoned", "session", "tx", "written")
+    __slots__ = ("after", "broken", "locked", "poisoned", "session", "tx", "written")
 
     def __init__(self, session: neo4j.Session, tx: neo4j.Transaction) -> None:
         self.session = session
@@ -116,6 +117,8 @@ class _Write:
         self.locked: set[str] = set()
         #: (tenant, id) of every record it wrote: their held text goes again after commit.
         self.written: list[tuple[str, str]] = []
+        #: What runs once the transaction has ended (``Neo4jBackend.after_commit``).
+        self.after: list[Callable[[], None]] = []
         #: A statement failed: the server rolled the transaction back and the driver
         #: took its connection back, so the transaction must not be touched again.
         self.broken = False
@@ -147,10 +150,6 @@ class Neo4jBackend:
         self._owns_driver = False
         self._schema_ok = False
         self._docs = DocCache(doc_cache)
-        self._memo = GateMemo(doc_cache // 4)
-        # fingerprints, stored: the survivors of this thread's last gate (their fingerprints,
-        # and those as the server stores them, which recall re-checks)
-        self._gated = threading.local()
         self._clean: set[str] = set()  # tenants found holding no fingerprint in clear
         self._writing = threading.local()  # open: this thread's write transaction (_Write)
         # Causal consistency across this backend's sessions: each transaction sees every one
@@ -552,10 +551,8 @@ class Neo4jBackend:
         return False
 
     def _drop_held(self, written: Iterable[tuple[str, str]]) -> None:
-        """Forget what the document cache and the gate memos hold of these records."""
-        keys = list(written)
-        self._docs.drop(keys)
-        self._memo.drop_tenants({tenant for tenant, _ in keys})
+        """Forget what the document cache holds of these records."""
+        self._docs.drop(list(written))
 
     # -- transactions -----------------------------------------------------
 
@@ -612,6 +609,17 @@ class Neo4jBackend:
                 with suppress(neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError):
                     session.close()
             self._drop_held(open_.written)
+            for step in open_.after:
+                step()
+
+    def after_commit(self, step: Callable[[], None]) -> None:
+        """Run ``step`` once this thread's write transaction has ended, committed or not (now,
+        outside one)."""
+        open_ = self._open()
+        if open_ is None:
+            step()
+        else:
+            open_.after.append(step)
 
     def _commit(self, tx: Tx) -> None:
         assert isinstance(tx, neo4j.Transaction)
@@ -717,30 +725,41 @@ class Neo4jBackend:
             "recall again"
         )
 
-    def gate(self, ctx: ReadContext) -> ViewGate:
-        """The gate's verdicts from the server; fingerprints and survivors' text from the
-        document cache.
+    def gate_probe(self, ctx: ReadContext) -> GateProbe:
+        """The server's report of the gate (one read): each candidate's id, fingerprint
+        tokens, drop reason and recency, no text. The report is the key: the tokens pin
+        every candidate's state, so verdicts derived from an equal report hold (the ids,
+        compared in full, are the token)."""
+        # Before the read: what a write drops meanwhile is not kept from it.
+        epoch = self._docs.epoch(ctx.tenant)
+        gated = self._gate(ctx, None, fingerprints=False, with_content=False)
+        key = (
+            tuple(gated["first"]),
+            tuple(gated["second"]),
+            tuple(gated["reasons"]),
+            tuple(gated["recency"]),
+        )
+        return GateProbe(key, gated["ids"], (gated, epoch))
 
-        The server reports each candidate's fingerprint tokens, not its fingerprint,
-        and no text: what the cache lacks is fetched by a second read. If one of
-        those records changed in between (its fingerprint no longer matches the
-        tokens), the gate runs again with every fingerprint and survivor's text.
-        A report equal to a recent one reuses that one's verdicts.
+    def gate_rows(self, ctx: ReadContext, probe: GateProbe) -> GateRows:
+        """The probe's report with fingerprints and survivors' text from the document cache.
+
+        What the cache lacks is fetched by a second read. If one of those records
+        changed in between (its fingerprint no longer matches the tokens), the gate
+        runs again with every fingerprint and survivor's text (rows not to keep).
         """
         tenant = ctx.tenant
-        # Before the reads: what a write drops meanwhile is not kept from them.
-        epochs = self._docs.epoch(tenant), self._memo.epoch(tenant)
-        gated = self._gate(ctx, None, fingerprints=False, with_content=False)
+        if not isinstance(probe.state, tuple):  # not this backend's probe: its own, not to keep
+            own = self.gate_rows(ctx, self.gate_probe(ctx))
+            own.keep = False
+            return own
+        state: tuple[dict[str, Any], int] = probe.state
+        gated, epoch = state
         ids: list[str] = gated["ids"]
         first: list[int] = gated["first"]
         second: list[int] = gated["second"]
         reasons: list[str] = gated["reasons"]
         recency: list[int] = gated["recency"]
-        key = (tenant, tuple(first), tuple(second), tuple(reasons), tuple(recency))
-        memo = self._memo.get(key, ids)
-        if memo is not None:
-            self._gated.fingerprints, self._gated.stored = memo.fingerprints, memo.stored
-            return ViewGate(memo.verdicts)
         survivor = [not r for r in reasons]
         fingerprints, stored, held, wanted = self._docs.held(tenant, ids, first, second, survivor)
         if wanted:
@@ -774,21 +793,22 @@ class Neo4jBackend:
                 _, stored[k], fingerprints[k], text, embedding, model = by_id[ids[k]]
                 if survivor[k]:
                     held[ids[k]] = (text or "", None if embedding is None else tuple(embedding), model)
-            self._docs.put_many(tenant, rows, epochs[0])
-        verdicts = _verdicts(ids, fingerprints, reasons)
-        alive = [(rid, fp) for rid, fp, r in verdicts if r is None]
-        survivors = [
-            (rid, held[rid][0], at / 1_000_000, held[rid][1])
-            for (rid, _), at in zip(alive, recency, strict=True)
-        ]
-        kept = {rid: stored[k] for k, rid in enumerate(ids) if survivor[k]}
-        models = {rid: model for rid, _ in alive if (model := held[rid][2]) is not None}
-        memo = Memo(ids, Verdicts.of_rows(verdicts, survivors, models), dict(alive), kept)
-        self._memo.put(key, memo, epochs[1])
-        self._gated.fingerprints, self._gated.stored = memo.fingerprints, memo.stored
-        return ViewGate(memo.verdicts)
+            self._docs.put_many(tenant, rows, epoch)
+        out = GateRows(ids, fingerprints, [_REASONS[r] for r in reasons], states=[])
+        assert out.states is not None
+        alive = [k for k, alive in enumerate(survivor) if alive]
+        for k, at in zip(alive, recency, strict=True):
+            rid = ids[k]
+            text, embedding, model = held[rid]
+            out.survivor_ids.append(rid)
+            out.texts.append(text)
+            out.recency.append(at / 1_000_000)
+            out.embeddings.append(embedding)
+            out.models.append(model)
+            out.states.append(stored[k])
+        return out
 
-    def _gate_with_content(self, ctx: ReadContext) -> ViewGate:
+    def _gate_with_content(self, ctx: ReadContext) -> GateRows:
         """The gate with every fingerprint and survivor's text from the server (a record
         changed mid-read)."""
         tenant = ctx.tenant
@@ -805,18 +825,19 @@ class Neo4jBackend:
             if not reasons[k] and (opened[rid] is None or clear[k] is None):
                 reasons[k] = DropReason.ERASED.value  # its key is gone: erased, never readable
         shown = [fp or _unopened(stored[rid]) for rid, fp in zip(gated["ids"], clear, strict=True)]
-        verdicts = _verdicts(gated["ids"], shown, reasons)
-        alive = [(rid, fp) for rid, fp, r in verdicts if r is None]
-        self._gated.fingerprints = dict(alive)
-        self._gated.stored = {rid: stored[rid] for rid, _ in alive}
-        survivors = []
-        models: dict[str, str] = {}
-        for rid, _ in alive:
+        out = GateRows(list(gated["ids"]), shown, [_REASONS[r] for r in reasons], states=[], keep=False)
+        assert out.states is not None
+        for rid, reason in zip(out.ids, out.reasons, strict=True):
+            if reason is not None:
+                continue
             content, embedding, model = opened[rid] or ("", None, None)
-            survivors.append((rid, content, recency[rid] / 1_000_000, embedding))
-            if model is not None:
-                models[rid] = model
-        return ViewGate(Verdicts.of_rows(verdicts, survivors, models))
+            out.survivor_ids.append(rid)
+            out.texts.append(content)
+            out.recency.append(recency[rid] / 1_000_000)
+            out.embeddings.append(embedding)
+            out.models.append(model)
+            out.states.append(stored[rid])
+        return out
 
     def _fingerprints(
         self, tenant: str, ids: Sequence[str], reported: Sequence[Sequence[Any]], keys: dict[str, bytes]
@@ -848,25 +869,26 @@ class Neo4jBackend:
         *,
         sync: bool = False,
         as_of: datetime | None = None,
+        seen: Mapping[str, tuple[str, str | None]] | None = None,
     ) -> list[MemoryRecord]:
         """The selected records as of ``as_of`` (the version kept after it, where a later
         overwrite replaced one), read in read access mode; the recall's audit event is
         queued (``RecallLog``), or with ``sync`` appended before this returns.
 
-        A record this thread's last gate saw is taken from the document cache if
-        it is held whole with the fingerprint that gate reported; the others are
-        read from the server and held for the next recall. Raises
+        A record the gate saw (``seen``: its fingerprint and its fingerprint as
+        stored) is taken from the document cache if it is held whole with that
+        fingerprint; the others are read from the server and held for the next recall. Raises
         ``TransactionConflict``, appending nothing, when one of those no longer has
         the fingerprint the gate saw (forgotten or changed since): the caller gates
         again, so a recall never returns a record in a state its gate did not pass.
         """
-        gated = getattr(self._gated, "fingerprints", {})
-        seen = getattr(self._gated, "stored", {})
-        held = self._docs.records(tenant, ((rid, gated[rid]) for rid in record_ids if rid in gated))
+        seen = seen or {}
+        held = self._docs.records(tenant, ((rid, seen[rid][0]) for rid in record_ids if rid in seen))
         missing = [rid for rid in record_ids if rid not in held]
         if missing:
             self._require_schema()
-            params = {"tenant": tenant, "ids": missing, "fingerprints": [seen.get(rid) for rid in missing]}
+            stored = [seen[rid][1] if rid in seen else None for rid in missing]
+            params = {"tenant": tenant, "ids": missing, "fingerprints": stored}
             found = self._auto("recalled_records", False, params)[0]
             if not found["current"]:
                 raise TransactionConflict(
@@ -1113,7 +1135,6 @@ class Neo4jBackend:
         with suppress(BackendUnavailable):  # an unreachable server: nothing more can be done
             self._recalls.close()
         self._docs.clear()
-        self._memo.clear()
         if self._owns_keys:
             self.keys.close()
         if self._owns_driver:

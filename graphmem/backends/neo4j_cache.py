@@ -1,11 +1,21 @@
 """What the Neo4j backend keeps in process between recalls: each gated candidate's
 fingerprint (opened once per record state: the server holds it sealed), the survivors'
-text for ranking, the records recall selected, and the verdicts recent gate reports
-were turned into.
+text for ranking, and the records recall selected.
 
 Every entry is pinned to the state it was read in (fingerprint tokens), so a changed
 record is never ranked, receipted or returned from here in an old state; the backend's
 writes drop what they touch, so erased text does not stay here.
+
+Why this stays in the backend when the store owns the cache of derived verdicts
+(``graphmem.gate_cache``): it saves round trips and cryptography that only this
+backend has. The server's gate report carries fingerprint tokens, not text, so that
+the first read of every recall stays small; a survivor whose text is held here for
+its tokens needs no second read, and its sealed fingerprint and text are opened
+(decrypted) once per record state rather than once per report. When a write changes
+one record of a scope, the store's entry for that report is invalid as a whole, but
+every other candidate's text is still held here for its unchanged tokens: the next
+recall reads the one changed record, not a thousand. And the store's cache cannot
+stand in for it, since it is keyed by whole reports, not by record state.
 """
 
 from __future__ import annotations
@@ -13,12 +23,10 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
-from graphmem.gated import Verdicts
 from graphmem.model import MemoryRecord
 
-__all__ = ["DocCache", "GateMemo", "Memo", "fingerprint_tokens", "stored_tokens"]
+__all__ = ["DocCache", "fingerprint_tokens", "stored_tokens"]
 
 
 def fingerprint_tokens(fingerprint: str) -> tuple[int, int]:
@@ -155,74 +163,3 @@ class DocCache:
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
-
-
-class GateMemo:
-    """The verdicts recent gates were turned into, by exactly what the server reported.
-
-    A gate whose report (candidates' fingerprint tokens, reasons and recency) equals
-    an earlier one's gets that one's verdicts back: the same ranking inputs, the
-    digests already made. The tokens pin every candidate's state, so nothing
-    changed can match. Entries go by tenant when this backend writes a record of
-    it (as the document cache's do), the oldest first once ``capacity``
-    candidates are held.
-    """
-
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self._entries: dict[tuple[object, ...], Memo] = {}
-        self._held = 0
-        self._epochs: dict[str, int] = {}  # tenant -> how many drops it has seen
-        self._lock = threading.Lock()
-
-    def epoch(self, tenant: str) -> int:
-        """As ``DocCache.epoch``, for ``put``."""
-        with self._lock:
-            return self._epochs.get(tenant, 0)
-
-    def get(self, key: tuple[object, ...], ids: list[str]) -> Memo | None:
-        with self._lock:
-            found = self._entries.pop(key, None)
-            if found is not None:
-                self._entries[key] = found  # most recently used last
-        return found if found is not None and found.ids == ids else None
-
-    def put(self, key: tuple[object, ...], memo: Memo, epoch: int | None = None) -> None:
-        """Keep ``memo`` (its key's first entry is the tenant), unless the tenant's memos
-        were dropped since ``epoch``."""
-        size = len(memo.ids)
-        if size > self.capacity:
-            return
-        with self._lock:
-            if epoch is not None and self._epochs.get(str(key[0]), 0) != epoch:
-                return
-            old = self._entries.pop(key, None)
-            self._held += size - (0 if old is None else len(old.ids))
-            self._entries[key] = memo
-            while self._held > self.capacity:
-                oldest = next(iter(self._entries))
-                self._held -= len(self._entries.pop(oldest).ids)
-
-    def drop_tenants(self, tenants: set[str]) -> None:
-        if not tenants:
-            return
-        with self._lock:
-            for tenant in tenants:
-                self._epochs[tenant] = self._epochs.get(tenant, 0) + 1
-            for key in [k for k in self._entries if k[0] in tenants]:
-                self._held -= len(self._entries.pop(key).ids)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-            self._held = 0
-
-
-@dataclass(frozen=True, slots=True)
-class Memo:
-    """A gate's verdicts with what recall needs beside them."""
-
-    ids: list[str]
-    verdicts: Verdicts
-    fingerprints: dict[str, str]  # survivor id -> fingerprint
-    stored: dict[str, str]  # survivor id -> its fingerprint as stored (what recall re-checks)

@@ -507,12 +507,9 @@ class GraphmemStore(BaseStore):
             for scope in list(scopes):
                 scopes |= self.store.backend.scope_descendants(self.tenant, scope)
         newest: dict[tuple[Namespace, str], _Entry] = {}
-        ctx = self._ctx(scopes)
-        backend = self.store.backend
         # Only what passes is needed: a backend that can leave out the rest (superseded
         # versions, deleted items) reads no history.
-        survivors = backend.survivors(ctx) if hasattr(backend, "survivors") else backend.gate(ctx).survivors
-        for record_id, content, _, _ in survivors:
+        for record_id, content, _, _ in self.store._survivors(self._ctx(scopes)):
             entry = self._decode(record_id, content)
             if entry is None or entry.namespace[: len(prefix)] != prefix:
                 continue

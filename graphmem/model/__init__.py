@@ -3,6 +3,7 @@
 from graphmem.model.audit import AuditEvent
 from graphmem.model.base import GraphmemModel, scope_type, utcnow
 from graphmem.model.enums import DropReason, ForgetMode, Kind, Outcome, Sensitivity, Status, Trust
+from graphmem.model.gate_rows import GateProbe, GateRows
 from graphmem.model.lineage import (
     ForgetEntry,
     ForgetReport,
@@ -30,6 +31,8 @@ __all__ = [
     "ForgetMode",
     "ForgetReport",
     "ForgetRequest",
+    "GateProbe",
+    "GateRows",
     "GraphmemModel",
     "Kind",
     "Lineage",

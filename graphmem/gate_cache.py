@@ -1,0 +1,150 @@
+"""The store's one cache: the verdicts recent reads derived from their backend's gate rows.
+
+Entries are keyed by tenant and what the backend's probe names (``GateProbe.key``)
+and served only while the probe's token is equal and the read's ``now`` and
+knowledge time stay in the intervals of the rows' time boundaries where they
+were derived: a write the backend counts (in any process) changes the token,
+so nothing changed is served. Bounded by the candidates held, oldest first out.
+
+An operation that erases text purges its tenant's entries inside its write
+and again once it committed (``MemoryStore._send``). A read takes the tenant's
+``epoch`` before its snapshot begins and keeps what it derived only if no purge
+came in between, so erased text is neither served from here nor held here.
+
+Every store over one backend object shares that backend's cache (``of``), so a
+purge by any of them reaches what any of them holds.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from bisect import bisect_right
+from collections import OrderedDict
+from collections.abc import Hashable
+from datetime import datetime
+
+from graphmem.gated import Verdicts
+from graphmem.model import GateProbe, GateRows
+
+__all__ = ["DEFAULT_CANDIDATES", "GateCache"]
+
+DEFAULT_CANDIDATES = 50_000
+"""How many candidates' verdicts a store keeps between reads by default."""
+
+_Entry = tuple[object, tuple[list[datetime], list[datetime]] | None, tuple[int, int], Verdicts]
+"""(token, time boundaries, where the derived read's times fell among them, verdicts)."""
+
+_BY_BACKEND: weakref.WeakKeyDictionary[object, GateCache] = weakref.WeakKeyDictionary()
+_BY_BACKEND_LOCK = threading.Lock()
+
+
+class GateCache:
+    """Derived gate verdicts by (tenant, probe key), bounded by ``max_candidates``; thread-safe."""
+
+    def __init__(self, max_candidates: int = DEFAULT_CANDIDATES) -> None:
+        self.max_candidates = max_candidates
+        self._lock = threading.Lock()
+        self._held = 0
+        self._entries: OrderedDict[tuple[str, Hashable], _Entry] = OrderedDict()
+        self._epochs: dict[str, int] = {}  # tenant -> purges so far
+
+    @classmethod
+    def of(cls, backend: object, max_candidates: int = DEFAULT_CANDIDATES) -> GateCache:
+        """The cache of every store over ``backend`` (made with ``max_candidates`` by the first)."""
+        with _BY_BACKEND_LOCK:
+            try:
+                found = _BY_BACKEND.get(backend)
+                if found is None:
+                    found = _BY_BACKEND[backend] = cls(max_candidates)
+            except TypeError:  # a backend that cannot be referenced weakly: a cache of its own
+                found = cls(max_candidates)
+            return found
+
+    @property
+    def held(self) -> int:
+        """How many candidates' verdicts are held."""
+        return self._held
+
+    def epoch(self, tenant: str) -> int:
+        """A number that changes whenever ``tenant``'s entries are purged: taken before a read's
+        snapshot begins, it tells ``put`` whether an erase may have committed around the read.
+        (One dictionary read, atomic: ``purge`` bumps it before it drops anything.)"""
+        return self._epochs.get(tenant, 0)
+
+    def get(self, tenant: str, probe: GateProbe, now: datetime, as_of: datetime) -> Verdicts | None:
+        """The verdicts held for ``probe``, if still valid for a read at (``now``, ``as_of``)."""
+        key = (tenant, probe.key)
+        with self._lock:
+            found = self._entries.get(key)
+            if found is None:
+                return None
+            token, boundaries, interval, verdicts = found
+            if token != probe.token or (
+                boundaries is not None
+                and (bisect_right(boundaries[0], now), bisect_right(boundaries[1], as_of)) != interval
+            ):
+                return None
+            self._entries.move_to_end(key)
+            return verdicts
+
+    def put(
+        self,
+        tenant: str,
+        probe: GateProbe,
+        rows: GateRows,
+        now: datetime,
+        as_of: datetime,
+        verdicts: Verdicts,
+        epoch: int,
+    ) -> None:
+        """Hold ``verdicts`` derived from ``rows`` for ``probe``, unless the rows are not the
+        probe's (``keep``), the entry would take more than a quarter of the bound, or the
+        tenant was purged since ``epoch``."""
+        size = len(rows)
+        if not rows.keep or size > self.max_candidates // 4:
+            return
+        boundaries = rows.boundaries
+        interval = (0, 0)
+        if boundaries is not None:
+            interval = (bisect_right(boundaries[0], now), bisect_right(boundaries[1], as_of))
+        key = (tenant, probe.key)
+        with self._lock:
+            if self._epochs.get(tenant, 0) != epoch:
+                return
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self._held -= len(old[3].rows)
+            while self._entries and self._held + size > self.max_candidates:
+                _, dropped = self._entries.popitem(last=False)
+                self._held -= len(dropped[3].rows)
+            self._entries[key] = (probe.token, boundaries, interval, verdicts)
+            self._held += size
+
+    def purge(self, tenants: set[str]) -> None:
+        """Drop every entry of ``tenants`` and refuse what reads begun before now would keep."""
+        if not tenants:
+            return
+        with self._lock:
+            for tenant in tenants:
+                self._epochs[tenant] = self._epochs.get(tenant, 0) + 1
+            for key in [k for k in self._entries if k[0] in tenants]:
+                self._held -= len(self._entries.pop(key)[3].rows)
+
+    def clear(self) -> None:
+        with self._lock:
+            for tenant in {k[0] for k in self._entries}:
+                self._epochs[tenant] = self._epochs.get(tenant, 0) + 1
+            self._entries.clear()
+            self._held = 0
+
+    def texts(self, tenant: str | None = None) -> list[str]:
+        """Every survivor text held (of ``tenant``'s entries, if given): what an erase must
+        leave nowhere here."""
+        with self._lock:
+            return [
+                doc[1]
+                for key, (*_, verdicts) in self._entries.items()
+                if tenant is None or key[0] == tenant
+                for doc in verdicts.corpus.docs.values()
+            ]
