@@ -159,10 +159,10 @@ def test_precedents_walks_and_recalls_in_one_read(
         return call
 
     monkeypatch.setattr(backend, "reading", counted)
-    for name in ("related_scopes", "gate"):
+    for name in ("related_scopes", "gate_probe"):
         monkeypatch.setattr(backend, name, spy(name))
     assert found(related, at(tenant, 20)) == {"ep-m", "ep-b"}
-    assert seen == [("related_scopes", 1), ("gate", 1)]
+    assert seen == [("related_scopes", 1), ("gate_probe", 1)]
     events = [e for e in related.audit(tenant) if e.action == "recalled"]
     assert [set(e.record_ids) for e in events] == [{"ep-m", "ep-b"}]
 
