@@ -275,6 +275,17 @@ def _copied(value: Any) -> Any:
 _NESTED = (dict, list)
 
 
+def _item(entry: _Entry, record: MemoryRecord) -> Item:
+    """The LangGraph item an entry's current version reads as (its value copied)."""
+    return Item(
+        value=_copied(entry.value),
+        key=entry.key,
+        namespace=entry.namespace,
+        created_at=record.created_at,
+        updated_at=record.created_at,
+    )
+
+
 @dataclass(slots=True)
 class _Steady:
     """The times through which a held head's gate verdict (eligible) was last found to hold:
@@ -567,13 +578,7 @@ class GraphmemStore(BaseStore):
         entry, record = held
         if refresh and entry.ttl is not None:
             return None  # a TTL refresh writes: the slow path does it in one transaction
-        return Item(
-            value=_copied(entry.value),
-            key=entry.key,
-            namespace=entry.namespace,
-            created_at=record.created_at,
-            updated_at=record.created_at,
-        )
+        return _item(entry, record)
 
     def _held(self, namespace: Namespace, key: str) -> tuple[_Entry, MemoryRecord] | bool | None:
         """The held head of an item and its record, if the gate passes it now (``_held_head``);
@@ -700,13 +705,7 @@ class GraphmemStore(BaseStore):
             return None
         found = self._records([head[0]], True) if refresh and head[0].ttl is not None else [head]
         for entry, record in found:
-            return Item(
-                value=_copied(entry.value),
-                key=entry.key,
-                namespace=entry.namespace,
-                created_at=record.created_at,
-                updated_at=record.created_at,
-            )
+            return _item(entry, record)
         return None
 
     def _embed_queries(self, searches: Sequence[SearchOp]) -> dict[str, list[float]]:
