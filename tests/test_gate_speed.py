@@ -566,3 +566,32 @@ def test_a_rot13_view_answered_from_the_plain_index_keeps_every_clause_it_has(te
     present = _present(turned)
     literals = Literals(turned, rot13_of=Literals(text))
     assert literals.satisfied(()) & present == present
+
+
+# Regex pieces with no top-level "|": literals, escapes, classes (a "]" right after "[" or
+# "[^" is a literal, and "(", ")" and "|" in a class are too) and groups holding alternations.
+_ATOM = st.sampled_from(
+    ["a", "bc", r"\(", r"\)", r"\|", r"\\", "[)]", "[(|]", "[]x]", "[^]|)]", r"[\])]", r"\b", "x?", "y+"]
+)
+_PIECE = st.recursive(
+    st.lists(_ATOM, min_size=1, max_size=4).map("".join),
+    lambda inner: (
+        st.tuples(st.sampled_from(["(", "(?:", "(?i:"]), st.lists(inner, min_size=1, max_size=3)).map(
+            lambda t: t[0] + "|".join(t[1]) + ")"
+        )
+        | st.lists(inner, min_size=2, max_size=3).map("".join)
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_PIECE, min_size=1, max_size=4), _PIECE)
+def test_the_pattern_scanner_cuts_at_top_level_bars_and_finds_group_ends(parts: list[str], tail: str) -> None:
+    pattern = "|".join(parts)
+    re.compile(pattern)
+    assert prefilter_mod.top_level(pattern) == parts
+    group = f"(?:{pattern})"
+    assert prefilter_mod.group_end(group + tail, 0) == len(group)
+    assert prefilter_mod.group_end(f"x{group}{tail}", 1) == len(group) + 1
+    assert prefilter_mod.group_end(f"({pattern}", 0) == -1

@@ -424,52 +424,51 @@ class Literals:
         return self.satisfied(needs) & mask == mask
 
 
-def top_level(pattern: str) -> list[str]:
-    """``pattern`` cut at its top-level ``|`` (outside groups, classes and escapes)."""
-    parts, depth, start, k, in_class = [], 0, 0, 0, False
-    while k < len(pattern):
+def _structure(pattern: str, start: int = 0) -> Iterator[tuple[int, str, int]]:
+    """The ``(``, ``)`` and ``|`` of ``pattern`` from ``start`` that are outside escapes and
+    character classes, each with its index and the group depth after it. A class's ``]`` right
+    after ``[`` or ``[^`` is a literal, as in ``re``."""
+    depth, k, size = 0, start, len(pattern)
+    while k < size:
         ch = pattern[k]
         if ch == "\\":
             k += 2
             continue
-        if in_class:
-            in_class = ch != "]"
-        elif ch == "[":
-            in_class = True
-            if pattern[k + 1 : k + 2] == "]" or pattern[k + 1 : k + 3] == "^]":
-                k += 2 if pattern[k + 1] == "]" else 3
-                continue
+        if ch == "[":
+            k += 1
+            if pattern[k : k + 1] == "^":
+                k += 1
+            if pattern[k : k + 1] == "]":
+                k += 1
+            while k < size and pattern[k] != "]":
+                k += 2 if pattern[k] == "\\" else 1
         elif ch == "(":
             depth += 1
+            yield k, ch, depth
         elif ch == ")":
             depth -= 1
-        elif ch == "|" and depth == 0:
-            parts.append(pattern[start:k])
-            start = k + 1
+            yield k, ch, depth
+        elif ch == "|":
+            yield k, ch, depth
         k += 1
-    parts.append(pattern[start:])
+
+
+def top_level(pattern: str) -> list[str]:
+    """``pattern`` cut at its top-level ``|`` (outside groups, classes and escapes)."""
+    parts, begin = [], 0
+    for k, ch, depth in _structure(pattern):
+        if ch == "|" and depth == 0:
+            parts.append(pattern[begin:k])
+            begin = k + 1
+    parts.append(pattern[begin:])
     return parts
 
 
 def group_end(piece: str, start: int) -> int:
-    """The index just past the group opened at ``piece[start]``."""
-    depth, k, in_class = 0, start, False
-    while k < len(piece):
-        ch = piece[k]
-        if ch == "\\":
-            k += 2
-            continue
-        if in_class:
-            in_class = ch != "]"
-        elif ch == "[":
-            in_class = True
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth == 0:
-                return k + 1
-        k += 1
+    """The index just past the group opened at ``piece[start]`` (-1 if it is not closed)."""
+    for k, ch, depth in _structure(piece, start):
+        if ch == ")" and depth == 0:
+            return k + 1
     return -1
 
 
