@@ -3,7 +3,7 @@
 // $as_of) from the context's entry scopes, or the one record $record_id
 // wherever it applies. Each gets the
 // first failing check of the fixed order as its reason (null = eligible).
-// Mirrors graphmem.gate.drop_reason.
+// Mirrors graphmem.model.gate.drop_reason.
 //
 // The APPLIES_TO edges of the reached scopes are found in the range index
 // graphmem_applies_to_gate, which also holds every input the checks read (the
@@ -56,7 +56,7 @@ CALL () {
     WHERE entry.key IN $entry_scopes AND all(x IN w WHERE x.recorded IS NULL OR x.recorded <= $as_of)
   } AS in_scope
 }
-// A record recorded after $as_of was no candidate then (graphmem.gate.unknown_at);
+// A record recorded after $as_of was no candidate then (graphmem.model.gate.unknown_at);
 // asked about by id, it is not_yet_valid.
 WITH m, id, policy, g, in_scope WHERE $record_id IS NOT NULL OR g[12] IS NULL OR g[12] <= $as_of
 // A record overwritten after $as_of (approved, contested, resolved, merged) is seen

@@ -26,9 +26,9 @@ from typing import Literal
 from pydantic import Field
 
 from graphmem.errors import ContractViolation
-from graphmem.gate import validity_window
 from graphmem.model import Kind, MemoryRecord, Selection
 from graphmem.model.base import GraphmemModel
+from graphmem.model.gate import validity_window
 
 __all__ = [
     "PREAMBLE",

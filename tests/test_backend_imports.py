@@ -1,4 +1,5 @@
-"""Backends move rows: no backend module imports the ranking or receipt code."""
+"""Backends move rows: a backend module imports, of graphmem, only the model, the errors and
+other backend modules; never the ranking, receipt or cache code."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import graphmem
 
 BACKENDS = sorted((Path(graphmem.__file__).parent / "backends").glob("*.py"))
 RANKING = ("graphmem.gated", "graphmem.ranking", "graphmem.receipts", "graphmem.gate_cache")
+ALLOWED = ("graphmem.model", "graphmem.errors", "graphmem.backends")
 
 
 def _imports(path: Path) -> set[str]:
@@ -43,3 +45,17 @@ def test_the_check_sees_an_import_of_ranking_code(tmp_path: Path) -> None:
     probe = tmp_path / "probe.py"
     probe.write_text("from graphmem.gated import Verdicts\ndef f():\n    from ..ranking import rank\n")
     assert {"graphmem.gated", "graphmem.ranking", "graphmem.ranking.rank"} <= _imports(probe)
+
+
+@pytest.mark.parametrize("path", BACKENDS, ids=lambda p: p.name)
+def test_a_backend_module_imports_only_the_model_errors_and_backends(path: Path) -> None:
+    ours = {name for name in _imports(path) if name == "graphmem" or name.startswith("graphmem.")}
+    other = {name for name in ours if not any(name == a or name.startswith(a + ".") for a in ALLOWED)}
+    assert other == set(), f"{path.name} imports {sorted(other)}"
+
+
+def test_the_check_sees_an_import_from_outside_the_model(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text("from graphmem.model.gate import drop_reason\nfrom graphmem.policy import rules\n")
+    other = {n for n in _imports(probe) if not any(n == a or n.startswith(a + ".") for a in ALLOWED)}
+    assert other == {"graphmem.policy", "graphmem.policy.rules"}

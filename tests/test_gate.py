@@ -1,7 +1,7 @@
 """The read gate (SPEC §3): every drop reason, its boundaries, scope semantics and ranking.
 
 The property test at the end checks the store against a reference gate written
-here, independently of ``graphmem.gate``.
+here, independently of ``graphmem.model.gate``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from graphmem import (
     Status,
     Trust,
 )
-from graphmem.gate import Candidate, drop_reason, steady_until
+from graphmem.model.gate import Candidate, drop_reason, steady_until
 from tests.conftest import KNOWN, T0
 
 H = timedelta(hours=1)

@@ -33,10 +33,10 @@ from graphmem import (
 )
 from graphmem.backends.embedded import EmbeddedBackend
 from graphmem.errors import GraphmemError
-from graphmem.gate import run_gate
 from graphmem.gated import LIMITED, RowGate, Verdicts, ViewGate
 from graphmem.model import DropReason
 from graphmem.model.canonical import canonical_json
+from graphmem.model.gate import run_gate
 from graphmem.ranking import Prepared, cosine, rank, rank_prepared
 from graphmem.receipts import candidates_digest, decision_fragment, decisions_digest, json_string
 from tests.conftest import KNOWN, T0, Clock

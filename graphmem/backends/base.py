@@ -2,7 +2,7 @@
 
 Writes are batches of ``Op`` values applied all-or-nothing. Reads return
 records and the graph facts the gate needs; the gate itself lives in
-``graphmem.gate`` and runs in the store (or, for speed, in the database).
+``graphmem.model.gate`` and runs in the store (or, for speed, in the database).
 """
 
 from __future__ import annotations

@@ -37,7 +37,6 @@ from graphmem.backends.recall_log import RecallLog
 from graphmem.backends.sqlite_check import check_database
 from graphmem.backends.sqlite_engine import DB_NAME, Engine, corrupt_error, record_row, ts
 from graphmem.errors import BackendUnavailable, ConflictError
-from graphmem.gate import Candidate, drop_reason, unknown_at
 from graphmem.model import (
     AuditEvent,
     DropReason,
@@ -52,6 +51,7 @@ from graphmem.model import (
 )
 from graphmem.model.base import json_reader
 from graphmem.model.canonical import sha256
+from graphmem.model.gate import Candidate, drop_reason, unknown_at
 
 __all__ = ["EmbeddedBackend"]
 

@@ -3,7 +3,7 @@
 A record's gate inputs are one list on its ``APPLIES_TO`` edge (``r.g``, see
 ``gate.cypher``), held with copies of the record's tenant, scope, policy and id
 in one range index, so the gate reads every candidate from that index. The gate
-runs inside the database and mirrors ``graphmem.gate.drop_reason``; it returns
+runs inside the database and mirrors ``graphmem.model.gate.drop_reason``; it returns
 one row of parallel lists, which the driver decodes far faster than a row per
 candidate. How records become rows is in ``neo4j_rows``; what is kept in process
 between recalls, in ``neo4j_cache``.

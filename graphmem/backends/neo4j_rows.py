@@ -31,9 +31,9 @@ from graphmem.backends.cypher import statements
 from graphmem.backends.neo4j_cache import stored_tokens
 from graphmem.backends.neo4j_crypt import Crypt, SealedRecord, record_of
 from graphmem.errors import GraphmemError, LineageError
-from graphmem.gate import validity_window
 from graphmem.model import Kind, MemoryRecord, Source, Status, scope_type
 from graphmem.model.canonical import sha256
+from graphmem.model.gate import validity_window
 
 __all__ = [
     "KINDS",

@@ -27,8 +27,8 @@ from typing import Any
 
 from graphmem.backends.sql import schema_statement, sql
 from graphmem.errors import BackendUnavailable, TransactionConflict
-from graphmem.gate import validity_window
 from graphmem.model import MemoryRecord
+from graphmem.model.gate import validity_window
 
 __all__ = [
     "CONNECTION_PRAGMAS",

@@ -11,8 +11,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
 from graphmem.bench.natural import NaturalCorpus
-from graphmem.gate import Candidate, run_gate
 from graphmem.model import Kind, MemoryRecord, Outcome, ReadContext, Source
+from graphmem.model.gate import Candidate, run_gate
 from graphmem.ranking import rank
 from graphmem.store import MemoryStore
 

@@ -41,8 +41,8 @@ import numpy as np
 
 from graphmem.bench.core import KNOWN, NOW, Latency, candidates, measure, queries, synthetic_records
 from graphmem.bench.workloads import BenchConfig
-from graphmem.gate import Candidate, run_gate
 from graphmem.model import MemoryRecord, ReadContext
+from graphmem.model.gate import Candidate, run_gate
 from graphmem.ranking import rank, tokenize
 from graphmem.store import MemoryStore
 

@@ -37,8 +37,8 @@ from typing import Any
 
 from graphmem.bench.core import candidates, oracle
 from graphmem.bench.workloads import BenchConfig, Loaded
-from graphmem.gate import run_gate, validity_window
 from graphmem.model import MemoryRecord, ReadContext
+from graphmem.model.gate import run_gate, validity_window
 from graphmem.ranking import rank
 from graphmem.store import MemoryStore
 

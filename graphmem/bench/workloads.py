@@ -32,7 +32,6 @@ from graphmem.bench.core import (
     synthetic_records,
 )
 from graphmem.errors import GraphmemError
-from graphmem.gate import Candidate, drop_reason
 from graphmem.model import (
     DropReason,
     ForgetMode,
@@ -45,6 +44,7 @@ from graphmem.model import (
     Source,
     Status,
 )
+from graphmem.model.gate import Candidate, drop_reason
 from graphmem.ranking import tokenize
 from graphmem.store import MemoryStore
 

@@ -131,7 +131,6 @@ from graphmem._core import transactional
 from graphmem.backends.base import AppendAudit, Backend, PutRecord
 from graphmem.backends.base import Op as GraphOp
 from graphmem.errors import ContractViolation
-from graphmem.gate import Candidate, drop_reason, steady_until
 from graphmem.model import (
     AuditEvent,
     DropReason,
@@ -145,6 +144,7 @@ from graphmem.model import (
 )
 from graphmem.model.base import holds_personal_data
 from graphmem.model.canonical import canonical_json
+from graphmem.model.gate import Candidate, drop_reason, steady_until
 from graphmem.ranking import embedding_mismatch
 from graphmem.store import MemoryStore
 

@@ -1,8 +1,10 @@
 """The read gate (SPEC §3): the first failing check is a candidate's drop reason.
 
-Pure functions over a record and the graph facts a backend found for it. The
-Neo4j backend evaluates the same checks inside the database; the shared test
-suite proves both give the same reason for every candidate.
+Pure functions over a record and the graph facts a backend found for it: part of
+the model, so a backend that needs a record's validity window or drop reason reads
+them here without importing the store's layers. The Neo4j backend evaluates the
+same checks inside the database; the shared test suite proves both give the same
+reason for every candidate.
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from graphmem.model import DropReason, Kind, MemoryRecord, ReadContext, Status
+from graphmem.model.enums import DropReason, Kind, Status
+from graphmem.model.read import ReadContext
+from graphmem.model.records import MemoryRecord
 
 __all__ = [
     "Candidate",
