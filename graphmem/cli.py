@@ -585,7 +585,7 @@ def _workload_names(values: tuple[str, ...]) -> tuple[str, ...]:
     "workload_values",
     multiple=True,
     help="Workloads to run, comma-separated or repeated [default: all of recall_selective, recall_broad, "
-    "explain, trace, forget, naive (Neo4j), langgraph (embedded), open and beside_writer (embedded), "
+    "hybrid, explain, trace, forget, naive (Neo4j), langgraph (embedded), open and beside_writer (embedded), "
     "concurrency, lgstore (embedded: LangGraph's GraphmemStore against InMemoryStore)]. "
     "Ingest always runs.",
 )

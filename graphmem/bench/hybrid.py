@@ -8,7 +8,7 @@ a text's embedding is the normalised sum of its words' vectors. It costs microse
 record, so a million records embed in seconds, and texts that share words lie closer
 together; it is a workload for speed, not a model of meaning (``graphmem.eval_retrieval``
 measures ranking quality with real embeddings). Records are made and written in batches and
-only the callers' records are kept, so a million 256-dimensional records never sit in the
+only the callers' records are kept, so a million 384-dimensional records never sit in the
 bench's memory at once.
 
 Rows:
@@ -52,7 +52,7 @@ __all__ = ["WordVectors", "hybrid_workload"]
 class WordVectors:
     """The bench's embedding: the normalised sum of fixed random unit vectors of a text's words."""
 
-    def __init__(self, dimensions: int = 256, seed: int = 29) -> None:
+    def __init__(self, dimensions: int = 384, seed: int = 29) -> None:
         self.dimensions = dimensions
         self.name = f"bench-wordvec-{dimensions}-s{seed}"
         self._seed = seed
