@@ -332,6 +332,15 @@ def test_row_digests_equal_the_canonical_json_digests(
         for rid, _, reason in verdicts
     ]
     assert gate.decisions_digest(outcomes) == decisions_digest(every)
+    view = ViewGate(Verdicts.of_rows(verdicts, [(rid, "", 0.0, None) for rid in survivors]))
+    assert view.decisions_digest(outcomes) == decisions_digest(every)
+    # Every survivor scored (the view writes each one's fragment over the usual ones).
+    scored = {rid: (False, DropReason.SELECTION_LIMIT, rows[rid][2]) for rid in survivors} | outcomes
+    every = [
+        (rid, False, reason, None) if reason is not None else (rid, *scored[rid])
+        for rid, _, reason in verdicts
+    ]
+    assert view.decisions_digest(scored) == gate.decisions_digest(scored) == decisions_digest(every)
 
 
 def _episode(record_id: str, content: str, event_time: datetime) -> MemoryRecord:
