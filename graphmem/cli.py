@@ -586,7 +586,8 @@ def _workload_names(values: tuple[str, ...]) -> tuple[str, ...]:
     multiple=True,
     help="Workloads to run, comma-separated or repeated [default: all of recall_selective, recall_broad, "
     "hybrid, explain, trace, forget, naive (Neo4j), langgraph (embedded), open and beside_writer (embedded), "
-    "concurrency, lgstore (embedded: LangGraph's GraphmemStore against InMemoryStore)]. "
+    "concurrency, recall_threads and recall_threads_hybrid (recalls/s from 1, 2 and 4 client threads), "
+    "lgstore (embedded: LangGraph's GraphmemStore against InMemoryStore)]. "
     "Ingest always runs.",
 )
 @click.option(
@@ -715,7 +716,7 @@ def bench(
     """Latency p50/p95/p99 and throughput of recall, explain, trace, forget and ingest, checked
     against a brute-force oracle and compared with the naive and LangGraph baselines; a long run of
     mixed operations on many threads checked against the concurrency invariants, and recall
-    throughput with 1, 4 and 16 client threads (docs/bench.md)."""
+    throughput with 1, 4 and 16 client threads, and alone with 1, 2 and 4 (docs/bench.md)."""
     import dataclasses
     import functools
     from pathlib import Path

@@ -134,7 +134,17 @@ outcome — unmatched and past the limit); one of the two fragments is None."""
 class Verdicts:
     """Gate verdicts on a set of candidates, ready for ranking and digests."""
 
-    __slots__ = ("_digests", "_kinds", "candidate_fragments", "corpus", "dropped", "models", "rows", "seen")
+    __slots__ = (
+        "_digests",
+        "_kinds",
+        "_usual",
+        "candidate_fragments",
+        "corpus",
+        "dropped",
+        "models",
+        "rows",
+        "seen",
+    )
 
     rows: list[Row]  # by id
     candidate_fragments: list[str]  # in the order of ``rows``
@@ -149,6 +159,7 @@ class Verdicts:
         self.models = {}
         self.seen = {}
         self._digests: tuple[str, bytes, list[int], dict[str, int]] | None = None
+        self._usual: tuple[list[str], list[str]] | None = None
         self._kinds: frozenset[EmbeddingKind] | None = None
 
     def embedding_kinds(self) -> frozenset[EmbeddingKind]:
@@ -172,6 +183,17 @@ class Verdicts:
             places = {row[0]: i for i, row in enumerate(self.rows)}
             self._digests = (digest_of_fragments(self.candidate_fragments), usual, starts, places)
         return self._digests
+
+    def usual_fragments(self) -> tuple[list[str], list[str]]:
+        """(each row's decision fragment at its usual outcome, and each survivor's fragment
+        at ``SELECTION_LIMIT`` up to its score — "" for a drop), by row."""
+        if self._usual is None:
+            usual = [dropped or limited or "" for _, _, dropped, limited in self.rows]
+            # A survivor's usual fragment is at ``LIMITED``, whose score is written last: 0.0.
+            cut = len(repr(LIMITED[2])) + 1
+            prefixes = ["" if limited is None else limited[:-cut] for _, _, _, limited in self.rows]
+            self._usual = (usual, prefixes)
+        return self._usual
 
     @classmethod
     def of_rows(
@@ -278,17 +300,19 @@ class ViewGate:
         # survivors whose outcome differs (the selected and the matched) are spliced in.
         v = self.verdicts
         _, usual, starts, places = v.digests()
-        if len(outcomes) * 2 > len(v.rows):
-            # Most survivors scored (a hybrid recall): every fragment written once, in id order.
-            fragments: list[str] = []
-            for rid, id_json, dropped, limited in v.rows:
-                outcome = outcomes.get(rid)
-                if outcome is not None:
-                    fragments.append(decision_fragment(id_json, *outcome))
+        if len(outcomes) * 8 > len(v.rows):
+            # Many survivors scored: the usual fragments, each scored survivor's written over
+            # (one past the limit as its prefix and its score: ``decision_fragment``'s text),
+            # joined and hashed at once, cheaper than as many splices.
+            usual_fragments, prefixes = v.usual_fragments()
+            fragments = list(usual_fragments)
+            limit = DropReason.SELECTION_LIMIT
+            for rid, (selected, reason, score) in outcomes.items():
+                at = places[rid]
+                if reason is limit and not selected and score is not None:
+                    fragments[at] = f"{prefixes[at]}{float(score)!r}]"
                 else:
-                    usual_fragment = dropped if dropped is not None else limited
-                    assert usual_fragment is not None
-                    fragments.append(usual_fragment)
+                    fragments[at] = decision_fragment(v.rows[at][1], selected, reason, score)
             return digest_of_fragments(fragments)
         changed: list[tuple[int, bytes]] = []
         for rid, outcome in outcomes.items():

@@ -14,7 +14,6 @@ from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
-from itertools import repeat
 from typing import TypeVar
 
 import numpy as np
@@ -384,8 +383,8 @@ def rank_prepared(
                 total[positions] += idf[t] * tfs * (_K1 + 1.0) / (tfs + norm)
                 touched[positions] = True
             lexical_columns.append((total, touched))
-            if hybrid and len(parts) == 1:
-                continue
+            if len(parts) == 1:
+                continue  # ranked column by column below
             where = np.flatnonzero(touched)
             for i, value in zip(where.tolist(), total[where].tolist(), strict=True):
                 raw[j, ids[i]] = value
@@ -396,9 +395,12 @@ def rank_prepared(
                     recency = parts[j].docs[rid][2]
                     positive.append((-rounded, -recency, rid))
                     matched[j].append(parts[j].place(rid))
-    if hybrid and len(parts) == 1:
+    if len(parts) == 1:
+        columns = lexical_columns[0] if lexical_columns else None
+        if not hybrid:
+            return _lexical_one(parts[0], columns, best)
         assert query_embedding is not None
-        return _hybrid_one(parts[0], lexical_columns[0] if lexical_columns else None, best, query_embedding)
+        return _hybrid_one(parts[0], columns, best, query_embedding)
     if hybrid:
         assert query_embedding is not None
         for j, part in enumerate(parts):
@@ -423,6 +425,28 @@ def rank_prepared(
     return out
 
 
+def _lexical_one(
+    part: Prepared, lexical: tuple[np.ndarray, np.ndarray] | None, best: float
+) -> list[tuple[str, float]]:
+    """``rank_prepared`` of one part without a query embedding, column by column: each matched
+    document's BM25 sum over ``best`` (the same float division as ``rank``'s), Python's
+    ``round``, then score descending and place in ``zeros`` (recency, then id) ascending."""
+    if lexical is None:
+        return list(part.zero_scores)
+    ids, _, _ = part.index()
+    places, _ = part.index_columns()
+    total, touched = lexical
+    where = np.flatnonzero(touched)
+    rounded = rounded_column(total[where] / best)
+    keep = rounded > 0.0  # a score that rounds to zero ties with the unmatched documents
+    where, rounded = where[keep], rounded[keep]
+    at = places[where]
+    order = np.lexsort((at, -rounded))
+    out = list(zip([ids[i] for i in where[order].tolist()], rounded[order].tolist(), strict=True))
+    out += _others(part.zero_scores, at)
+    return out
+
+
 def _hybrid_one(
     part: Prepared,
     lexical: tuple[np.ndarray, np.ndarray] | None,
@@ -440,14 +464,45 @@ def _hybrid_one(
         score = np.where(touched, total / (best if best else 1.0), 0.0)
     blended = _LEXICAL_WEIGHT * score + (1.0 - _LEXICAL_WEIGHT) * part.similarity_column(query_embedding)
     score = np.where(embedded, blended, score)
-    rounded = np.fromiter(
-        map(round, score.tolist(), repeat(_DIGITS, len(ids))), dtype=np.float64, count=len(ids)
-    )
+    rounded = rounded_column(score)
     positive = np.flatnonzero(rounded > 0.0)
     order = positive[np.lexsort((places[positive], -rounded[positive]))]
     out = list(zip([ids[i] for i in order.tolist()], rounded[order].tolist(), strict=True))
-    out += _without(part.zero_scores, places[positive].tolist())
+    out += _others(part.zero_scores, places[positive])
     return out
+
+
+_SCALE = 10.0**_DIGITS
+_HALF_BAND = 1e-6
+"""How near a half ``rounded_column`` sends a scaled value to Python's ``round`` (plus a few
+ulps of the value): far wider than the error of the one multiplication that scaled it, half
+an ulp (6e-8 for a score of 1)."""
+
+
+def rounded_column(values: np.ndarray) -> np.ndarray:
+    """``round(v, _DIGITS)`` of every value, as Python rounds (correctly, half to even), in
+    NumPy: ``rint(v x 10^d) / 10^d`` is that float wherever ``v x 10^d`` is not within a
+    sliver of a half, since then the product's rounding error cannot change which integer is
+    nearest, and dividing that integer (exact below 2^52) by 10^d is the one correct rounding
+    of the decimal ``round`` parses back; the few values near a half go through ``round``."""
+    with np.errstate(over="ignore", invalid="ignore"):  # huge values: round() takes them
+        scaled = values * _SCALE
+        out: np.ndarray = np.rint(scaled) / _SCALE
+        near = np.abs(scaled - np.floor(scaled) - 0.5) < _HALF_BAND + np.abs(scaled) * 1e-15
+        near |= ~(np.abs(scaled) < 2.0**52)  # beyond exact integers, and not finite
+    if near.any():
+        at = np.flatnonzero(near)
+        out[at] = [round(v, _DIGITS) for v in values[at].tolist()]
+    return out
+
+
+def _others(items: list[_T], places: np.ndarray) -> list[_T]:
+    """``items`` minus those at ``places`` (distinct), in order."""
+    if not len(places):
+        return list(items)
+    keep = np.ones(len(items), dtype=bool)
+    keep[places] = False
+    return list(map(items.__getitem__, np.flatnonzero(keep).tolist()))
 
 
 def _without(items: list[_T], places: list[int]) -> list[_T]:

@@ -85,6 +85,8 @@ def test_every_workload_of_the_backend_ran(bench_rows: dict[str, dict[str, Any]]
         *FORGETS,
         "concurrency_mixed",
         "concurrency_recall",
+        "recall_threads",
+        "recall_threads_hybrid",
         "recall_hybrid",
         "recall_hybrid_broad",
         "inmemory_hybrid",
@@ -192,6 +194,37 @@ def test_concurrency_counts_operations_violations_and_recalls(
     assert recall["recalls"] == recall["latency"]["n"] > 0
     assert recall["per_s"] > 0
     assert recall["recall_equals_oracle"] is True
+
+
+@pytest.mark.parametrize("workload", ["recall_threads", "recall_threads_hybrid"])
+def test_recall_threads_compares_client_counts_with_one_thread(
+    bench_rows: dict[str, dict[str, Any]], workload: str
+) -> None:
+    recall = bench_rows[workload]  # the last client count
+    assert recall["clients"] == 4
+    assert recall["recalls"] == recall["latency"]["n"] > 0
+    assert recall["per_s"] > 0
+    assert recall["ratio_to_one"] > 0
+    assert recall["recall_equals_oracle"] is True
+    assert recall["target"] == "≥ 2x one thread's recalls/s, equal to the oracle"
+    assert recall["met"] is (recall["ratio_to_one"] >= 2)
+
+
+def test_recall_threads_rows_per_client_count_against_the_oracle(tmp_path: Path) -> None:
+    from graphmem.bench.concurrency_workload import recall_threads
+
+    with MemoryStore.embedded(tmp_path / "store") as store:
+        loaded = load_main(store, "t-threads", 200, CONFIG)
+        asked = [(q, None) for q in loaded.queries]
+        rows = recall_threads(store, "w", loaded.contexts, asked, loaded.expected, CONFIG)
+        assert [row["clients"] for row in rows] == [1, 2, 4]
+        assert rows[0]["ratio_to_one"] == 1.0
+        assert all(row["recall_equals_oracle"] for row in rows)
+        assert all(row["ratio_to_one"] == round(row["per_s"] / rows[0]["per_s"], 2) for row in rows)
+        # A wrong expectation is caught on every thread count.
+        wrong = [[*e, "not-a-record"] for e in loaded.expected]
+        rows = recall_threads(store, "w", loaded.contexts, asked, wrong, CONFIG)
+        assert not any(row["recall_equals_oracle"] for row in rows)
 
 
 def test_langgraph_store_rows_compare_with_in_memory_store(bench_rows: dict[str, dict[str, Any]]) -> None:

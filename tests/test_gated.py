@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -37,7 +38,7 @@ from graphmem.gated import LIMITED, RowGate, Verdicts, ViewGate
 from graphmem.model import DropReason
 from graphmem.model.canonical import canonical_json
 from graphmem.model.gate import run_gate
-from graphmem.ranking import Prepared, cosine, rank, rank_prepared
+from graphmem.ranking import Prepared, cosine, rank, rank_prepared, rounded_column
 from graphmem.receipts import candidates_digest, decision_fragment, decisions_digest, json_string
 from tests.conftest import KNOWN, T0, Clock
 
@@ -60,6 +61,30 @@ def test_rank_prepared_equals_rank_for_any_split(
     bounds = sorted({0, len(documents), *(min(c, len(documents)) for c in cuts)})
     parts = [Prepared(documents[a:b]) for a, b in itertools.pairwise(bounds)] or [Prepared([])]
     assert rank_prepared(parts, query) == rank(documents, query)
+
+
+_halves = st.builds(
+    lambda n, e, d: (n + 0.5) / 10**9 + d * 2.0**e,
+    st.integers(-(10**9), 10**9),
+    st.integers(-80, -30),
+    st.sampled_from([-3, -2, -1, 0, 1, 2, 3]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.floats(allow_nan=False, allow_infinity=False, min_value=-4.0, max_value=4.0),
+            st.floats(allow_nan=False, allow_infinity=False),
+            _halves,
+        ),
+        max_size=40,
+    )
+)
+def test_rounded_column_rounds_as_python_does(values: list[float]) -> None:
+    rounded = rounded_column(np.array(values, dtype=np.float64)).tolist()
+    assert [repr(v) for v in rounded] == [repr(round(v, 9)) for v in values]
 
 
 def _reference_hybrid(
@@ -307,6 +332,15 @@ def test_row_digests_equal_the_canonical_json_digests(
         for rid, _, reason in verdicts
     ]
     assert gate.decisions_digest(outcomes) == decisions_digest(every)
+    view = ViewGate(Verdicts.of_rows(verdicts, [(rid, "", 0.0, None) for rid in survivors]))
+    assert view.decisions_digest(outcomes) == decisions_digest(every)
+    # Every survivor scored (the view writes each one's fragment over the usual ones).
+    scored = {rid: (False, DropReason.SELECTION_LIMIT, rows[rid][2]) for rid in survivors} | outcomes
+    every = [
+        (rid, False, reason, None) if reason is not None else (rid, *scored[rid])
+        for rid, _, reason in verdicts
+    ]
+    assert view.decisions_digest(scored) == gate.decisions_digest(scored) == decisions_digest(every)
 
 
 def _episode(record_id: str, content: str, event_time: datetime) -> MemoryRecord:

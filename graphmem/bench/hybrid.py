@@ -46,7 +46,7 @@ from graphmem.model.gate import Candidate, run_gate
 from graphmem.ranking import rank, tokenize
 from graphmem.store import MemoryStore
 
-__all__ = ["WordVectors", "hybrid_workload"]
+__all__ = ["WordVectors", "hybrid_threads_workload", "hybrid_workload"]
 
 
 class WordVectors:
@@ -203,19 +203,18 @@ def _matrix(records: list[MemoryRecord]) -> np.ndarray:
     return np.array([r.embedding for r in records], dtype=np.float64)
 
 
-def hybrid_workload(store: MemoryStore, tenant: str, total: int, cfg: BenchConfig) -> list[dict[str, Any]]:
-    """Rows ``recall_hybrid``, ``recall_hybrid_broad`` and (when LangGraph is installed)
-    ``inmemory_hybrid`` on a tenant of ``total`` embedded records."""
-    vectors = WordVectors(cfg.hybrid_dimensions)
+def _cases(total: int, cfg: BenchConfig) -> tuple[int, list[int]]:
+    """(case scopes of a tenant of ``total`` records, the selective callers' case numbers)."""
     scopes = max(1, total // cfg.in_scope)
     rng = random.Random(31)
-    cases = [rng.randrange(scopes) for _ in range(cfg.contexts)]
-    broad_cases = max(1, min(scopes, min(round(total * cfg.broad_fraction), cfg.broad_cap) // cfg.in_scope))
-    keep = {f"case:c{c}" for c in cases} | {f"case:c{c}" for c in range(broad_cases)}
-    kept, spent = _load(store, tenant, total, scopes, keep, cfg, vectors)
-    rows: list[dict[str, Any]] = []
+    return scopes, [rng.randrange(scopes) for _ in range(cfg.contexts)]
 
-    # Selective: one case scope a caller.
+
+def _selective_callers(
+    tenant: str, cases: list[int], kept: dict[str, list[MemoryRecord]], vectors: WordVectors
+) -> tuple[list[ReadContext], list[str], list[tuple[str, tuple[float, ...]]], list[list[str]]]:
+    """(contexts, questions, (question, embedding) asked, the oracle's selections) of the
+    callers of ``cases``, one case scope each, with one capability as in ``recall_selective``."""
     contexts = [
         ReadContext(
             tenant=tenant, scopes=(f"case:c{c}",), now=NOW, as_of=KNOWN, environment=("cap-a",), limit=10
@@ -226,6 +225,37 @@ def hybrid_workload(store: MemoryStore, tenant: str, total: int, cfg: BenchConfi
     asked = [(q, vectors(q)) for q in texts]
     reached = {c: candidates(kept[f"case:c{c}"]) for c in set(cases)}
     expected = [_oracle(reached[c], ctx, q, e) for c, ctx, (q, e) in zip(cases, contexts, asked, strict=True)]
+    return contexts, texts, asked, expected
+
+
+def hybrid_threads_workload(
+    store: MemoryStore, tenant: str, total: int, cfg: BenchConfig
+) -> list[dict[str, Any]]:
+    """``recall_threads_hybrid`` rows: ``recall_hybrid``'s selective callers on a tenant of
+    ``total`` embedded records, recalling from 1, 2 and 4 threads (``recall_threads``)."""
+    from graphmem.bench.concurrency_workload import recall_threads
+
+    vectors = WordVectors(cfg.hybrid_dimensions)
+    scopes, cases = _cases(total, cfg)
+    kept, _ = _load(store, tenant, total, scopes, {f"case:c{c}" for c in cases}, cfg, vectors)
+    contexts, _, asked, expected = _selective_callers(tenant, cases, kept, vectors)
+    rows = recall_threads(store, "recall_threads_hybrid", contexts, asked, expected, cfg)
+    extra = {"candidates": len(kept[f"case:c{cases[0]}"]), "dimensions": vectors.dimensions}
+    return [{**row, **extra} for row in rows]
+
+
+def hybrid_workload(store: MemoryStore, tenant: str, total: int, cfg: BenchConfig) -> list[dict[str, Any]]:
+    """Rows ``recall_hybrid``, ``recall_hybrid_broad`` and (when LangGraph is installed)
+    ``inmemory_hybrid`` on a tenant of ``total`` embedded records."""
+    vectors = WordVectors(cfg.hybrid_dimensions)
+    scopes, cases = _cases(total, cfg)
+    broad_cases = max(1, min(scopes, min(round(total * cfg.broad_fraction), cfg.broad_cap) // cfg.in_scope))
+    keep = {f"case:c{c}" for c in cases} | {f"case:c{c}" for c in range(broad_cases)}
+    kept, spent = _load(store, tenant, total, scopes, keep, cfg, vectors)
+    rows: list[dict[str, Any]] = []
+
+    # Selective: one case scope a caller.
+    contexts, texts, asked, expected = _selective_callers(tenant, cases, kept, vectors)
     latency, firsts, exact = _timed(store, contexts, asked, expected, cfg, "hybrid recall, selective scope")
     floor = _floor([_matrix(kept[f"case:c{c}"]) for c in cases], [np.array(e) for _, e in asked], cfg)
     row = _row("recall_hybrid", latency, firsts, exact, floor, len(kept[f"case:c{cases[0]}"]), vectors)

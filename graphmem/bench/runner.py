@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from graphmem import __version__
-from graphmem.bench.concurrency_workload import concurrency_workload
+from graphmem.bench.concurrency_workload import concurrency_workload, recall_threads_workload
 from graphmem.bench.workloads import (
     BenchConfig,
     explain_workload,
@@ -40,6 +40,8 @@ WORKLOADS = (
     "open",
     "beside_writer",
     "concurrency",
+    "recall_threads",
+    "recall_threads_hybrid",
     "lgstore",
 )
 """What ``--workloads`` chooses from. Ingest (loading the recall tenant) always runs; ``naive``
@@ -47,7 +49,9 @@ needs Neo4j and ``langgraph`` the embedded backend: each is skipped on the other
 ``hybrid`` adds a tenant of as many records with embeddings: ``recall_hybrid`` (selective),
 ``recall_hybrid_broad`` and ``inmemory_hybrid`` (LangGraph's ``InMemoryStore`` with an index).
 ``forget`` runs both forget workloads: ``forget_cascade_{n}`` (a record) and ``forget_source_{n}``;
-``concurrency`` the long mixed run (``concurrency_mixed``) and ``concurrency_recall`` per client count.
+``concurrency`` the long mixed run (``concurrency_mixed``) and ``concurrency_recall`` per client count;
+``recall_threads`` recall throughput of the recall tenant's callers from 1, 2 and 4 client threads
+alone, ``recall_threads_hybrid`` the same on a tenant of as many records with embeddings.
 ``open`` (open time and memory in a fresh process) and ``beside_writer`` (recall while another
 process writes) need the embedded store on disk; ``lgstore`` (LangGraph's ``GraphmemStore``
 against ``InMemoryStore`` at 1k and 10k items a namespace) runs on the embedded store."""
@@ -104,6 +108,9 @@ def attach_target(row: dict[str, Any]) -> None:
     elif workload == "open":
         target = "open ≤ 0.3 s; RSS after open + 100 recalls ≤ 400 MB"
         met = row["open_ms"]["p95_ms"] <= 300 and row["rss_100_recalls_mb"] <= 400
+    elif workload in {"recall_threads", "recall_threads_hybrid"} and row["clients"] >= 4:
+        target = "≥ 2x one thread's recalls/s, equal to the oracle"
+        met = row["ratio_to_one"] >= 2 and row["recall_equals_oracle"]
     elif workload == "concurrency_mixed":
         target = "≥ 10,000 operations, 0 invariant violations"
         met = row["operations"] >= 10_000 and row["violations_total"] == 0
@@ -216,6 +223,14 @@ def run_size(
         rows += [{**row, "store_records": stored} for row in added]
     if "concurrency" in chosen:
         added = concurrency_workload(store, f"bench-{run}-concurrency", loaded, cfg)
+        rows += [{**row, "store_records": stored} for row in added]
+    if "recall_threads" in chosen:
+        rows += [{**row, "store_records": stored} for row in recall_threads_workload(store, loaded, cfg)]
+    if "recall_threads_hybrid" in chosen:
+        from graphmem.bench.hybrid import hybrid_threads_workload
+
+        added = hybrid_threads_workload(store, f"bench-{run}-threads-hybrid", records, cfg)
+        stored += records
         rows += [{**row, "store_records": stored} for row in added]
     out = []
     for row in rows:
@@ -374,6 +389,11 @@ def _checks(row: dict[str, Any]) -> str:
         return (
             f"{row['operations']:,} operations on {row['threads']} + {row['readers']} reading threads "
             f"in {row['seconds']} s; violations: {found}"
+        )
+    if workload in {"recall_threads", "recall_threads_hybrid"}:
+        return (
+            f"{row['clients']} client thread(s): {row['per_s']:,} recalls/s, {row['ratio_to_one']}x one "
+            f"thread's; = oracle: {'yes' if row['recall_equals_oracle'] else 'NO'}"
         )
     if workload == "concurrency_recall":
         return (

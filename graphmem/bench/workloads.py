@@ -103,6 +103,8 @@ class BenchConfig:
     mixed_ops: int = 1250
     """Concurrency: operations per mixed thread (8 x 1,250 = 10,000), beside 4 reader threads."""
     recall_clients: tuple[int, ...] = (1, 4, 16)
+    thread_clients: tuple[int, ...] = (1, 2, 4)
+    """``recall_threads``: the numbers of client threads, the first the one the others are compared to."""
     clients_s: float = 5.0
     """Concurrency: seconds of recalls for each number of client threads."""
     #: LangGraph store workload: items a namespace, and operations of the mixed run.
