@@ -215,7 +215,16 @@ def test_the_gate_seeks_its_candidates_in_the_edge_index(
     backend._read = profile  # type: ignore[method-assign]
     assert len(store.recall(ctx, "", explain=True).decisions) == 30
     (plan,) = profiled
-    operators = _operators(plan)
+    # First the tenant's erasure count: one seek of the schema nodes' unique index, on the
+    # left of an Apply, so it is read before any candidate.
+    (apply,) = plan["children"]
+    assert apply["operatorType"].split("@")[0] == "Apply", _operators(plan)
+    counter, candidates = apply["children"]
+    assert [name for name, _ in _operators(counter) if "Seek" in name or "Scan" in name] == [
+        "NodeUniqueIndexSeek"
+    ], _operators(counter)
+    assert sum(hits for _, hits in _operators(counter)) <= 3, _operators(counter)
+    operators = _operators(candidates)
     names = [name for name, _ in operators]
     assert "DirectedRelationshipIndexSeek" in names, operators
     assert not [name for name in names if "Scan" in name], operators
