@@ -355,9 +355,11 @@ def test_setup_twice_changes_nothing(neo4j_driver: neo4j.Driver, neo4j_target: N
     store = _store(neo4j_driver, neo4j_target)
     first = store.setup()
     before = _schema_snapshot(neo4j_driver)
-    # The schema marker; the other GraphmemSchema nodes are the tenants' write locks.
+    # The schema marker; the other GraphmemSchema nodes are the tenants' write locks and
+    # erasure counters.
     markers = (
         "MATCH (v:GraphmemSchema) WHERE NOT v.name STARTS WITH 'tenant-lock:' "
+        "AND NOT v.name STARTS WITH 'tenant-erasures:' "
         "RETURN v.name AS name, v.version AS version, v.applied_at AS applied_at"
     )
     marker = _query(neo4j_driver, markers)
