@@ -34,76 +34,89 @@
 // recency in µs and (only with $with_content, else an empty list) [content,
 // embedding, embedding model], all sealed (the client decrypts them). A client
 // that already holds a candidate's fingerprint and text for its tokens need not
-// receive them again. Last, `torn`: how many candidates were read torn (below).
-CALL () {
-  WITH 1 AS _ WHERE $record_id IS NULL
-  MATCH (entry:Scope {tenant: $tenant})
-  WHERE entry.key IN $entry_scopes
-  MATCH (entry)-[w:WITHIN*0..]->(s:Scope)
-  WHERE all(x IN w WHERE x.recorded IS NULL OR x.recorded <= $as_of)
-  WITH collect(DISTINCT s.key) AS reached
-  MATCH (m)-[r:APPLIES_TO]->()
-  USING INDEX SEEK r:APPLIES_TO(tenant, scope, policy, id, g)
-  WHERE r.tenant = $tenant AND r.scope IN reached
-    AND r.policy IS NOT NULL AND r.id IS NOT NULL AND r.g IS NOT NULL
-  RETURN m, r.id AS id, r.policy AS policy, r.g AS g,
-    NOT r.scope STARTS WITH 'run:' OR r.scope IN $own_runs AS in_scope
-  UNION ALL
-  WITH 1 AS _ WHERE $record_id IS NOT NULL
-  MATCH (m:Memory {tenant: $tenant, id: $record_id})-[r:APPLIES_TO]->(s:Scope)
-  RETURN m, r.id AS id, r.policy AS policy, r.g AS g, (s.type <> 'run' OR s.key IN $own_runs) AND EXISTS {
-    MATCH (entry:Scope {tenant: $tenant})-[w:WITHIN*0..]->(s)
-    WHERE entry.key IN $entry_scopes AND all(x IN w WHERE x.recorded IS NULL OR x.recorded <= $as_of)
-  } AS in_scope
+// receive them again. Then `torn`: how many candidates were read torn (below).
+// Last, `erasures`: how many committed writes erased text of the tenant (its
+// counter node, count_erasures.cypher; 0 before the first). It is read first,
+// before any candidate: at read committed, every erase it counts committed
+// before the candidates were read (an erase deletes its data keys before it
+// commits, so what it erased opens for no read that counted it).
+OPTIONAL MATCH (counter:GraphmemSchema {name: $erasures_name})
+WITH coalesce(counter.erasures, 0) AS erasures
+// Imports the count, so the planner runs the candidates after it (an Apply, not a
+// cartesian product whose sides it may order either way).
+CALL (erasures) {
+  WITH erasures WHERE erasures IS NOT NULL
+  CALL () {
+    WITH 1 AS _ WHERE $record_id IS NULL
+    MATCH (entry:Scope {tenant: $tenant})
+    WHERE entry.key IN $entry_scopes
+    MATCH (entry)-[w:WITHIN*0..]->(s:Scope)
+    WHERE all(x IN w WHERE x.recorded IS NULL OR x.recorded <= $as_of)
+    WITH collect(DISTINCT s.key) AS reached
+    MATCH (m)-[r:APPLIES_TO]->()
+    USING INDEX SEEK r:APPLIES_TO(tenant, scope, policy, id, g)
+    WHERE r.tenant = $tenant AND r.scope IN reached
+      AND r.policy IS NOT NULL AND r.id IS NOT NULL AND r.g IS NOT NULL
+    RETURN m, r.id AS id, r.policy AS policy, r.g AS g,
+      NOT r.scope STARTS WITH 'run:' OR r.scope IN $own_runs AS in_scope
+    UNION ALL
+    WITH 1 AS _ WHERE $record_id IS NOT NULL
+    MATCH (m:Memory {tenant: $tenant, id: $record_id})-[r:APPLIES_TO]->(s:Scope)
+    RETURN m, r.id AS id, r.policy AS policy, r.g AS g, (s.type <> 'run' OR s.key IN $own_runs) AND EXISTS {
+      MATCH (entry:Scope {tenant: $tenant})-[w:WITHIN*0..]->(s)
+      WHERE entry.key IN $entry_scopes AND all(x IN w WHERE x.recorded IS NULL OR x.recorded <= $as_of)
+    } AS in_scope
+  }
+  // A record recorded after $as_of was no candidate then (graphmem.model.gate.unknown_at);
+  // asked about by id, it is not_yet_valid.
+  WITH m, id, policy, g, in_scope WHERE $record_id IS NOT NULL OR g[12] IS NULL OR g[12] <= $as_of
+  // A record overwritten after $as_of (approved, contested, resolved, merged) is seen
+  // as the version it then had: the first kept version (m.v_until, ...) still held at
+  // $as_of replaces the status and fingerprint tokens; a forgotten status
+  // ($forgotten codes) holds at every time.
+  // Read committed: the edge (g) and the node (m) may be read on either side of a
+  // write's commit. Every write of m.changed_at writes g[13] too, so where the node's
+  // kept versions are consulted, a node whose changed_at is not g[13] is such a torn
+  // read (`torn` counts them; the client reads again).
+  WITH m, id, policy, g, in_scope,
+    g[13] IS NOT NULL AND $as_of < g[13] AND NOT g[1] IN $forgotten AS overwritten
+  WITH m, id, policy, g, in_scope,
+    overwritten AND coalesce(m.changed_at, -9223372036854775807) <> g[13] AS torn, CASE
+    WHEN overwritten AND m.v_until IS NOT NULL
+    THEN head([i IN range(0, size(m.v_until) - 1) WHERE m.v_until[i] > $as_of])
+  END AS v
+  WITH m, id, policy, in_scope, v, torn, CASE WHEN v IS NULL THEN g
+    ELSE g[0..1] + [m.v_status[v]] + g[2..8] + [m.v_tok1[v], m.v_tok2[v]] + g[10..] END AS g
+  WITH m, id, g, v, torn, CASE
+    WHEN NOT $kind_mask[g[0]] THEN 'kind_not_requested'
+    WHEN policy <> $policy THEN 'policy_mismatch'
+    WHEN g[1] <> 0 THEN $statuses[g[1]]
+    WHEN $as_of < g[12] THEN 'not_yet_valid'
+    WHEN $now < g[2] THEN 'not_yet_valid'
+    WHEN $now >= g[3] THEN 'expired'
+    WHEN CASE WHEN g[13] IS NULL OR $as_of >= g[13] THEN g[10] <= $now
+      ELSE EXISTS {
+        MATCH (m)<-[e:SUPERSEDES]-(:Memory)
+        WHERE e.at <= $now AND (e.recorded IS NULL OR e.recorded <= $as_of)
+      } END THEN 'superseded'
+    WHEN CASE WHEN g[13] IS NULL OR $as_of >= g[13] THEN g[11] <= $now
+      ELSE EXISTS {
+        MATCH (m)-[e:INVALIDATED_BY]->()
+        WHERE e.at <= $now AND (e.recorded IS NULL OR e.recorded <= $as_of)
+      } END THEN 'invalidated'
+    WHEN NOT in_scope THEN 'scope_mismatch'
+    WHEN g[4] > $clearance_rank THEN 'insufficient_clearance'
+    WHEN g[0] = 3 AND g[5] = 0 THEN 'outcome_ineligible'
+    WHEN g[0] = 3 AND NOT all(p IN m.preconditions WHERE p IN $environment) THEN 'precondition_unmet'
+    ELSE ''
+  END AS reason
+  RETURN collect(id) AS ids, collect(g[8]) AS first, collect(g[9]) AS second,
+    collect(CASE WHEN $fingerprints THEN
+      CASE WHEN v IS NULL THEN [m.fingerprint, null] ELSE [m.v_fp[v], m.v_until[v]] END END) AS fingerprints, collect(reason) AS reasons,
+    collect(CASE WHEN reason = '' THEN g[6] END) AS recency,
+    collect(CASE WHEN $with_content AND reason = '' THEN [m.content, CASE WHEN g[7] = 1 THEN m.embedding END,
+      CASE WHEN g[7] = 1 THEN m.embedding_model END] END)
+      AS docs,
+    count(CASE WHEN torn THEN 1 END) AS torn
 }
-// A record recorded after $as_of was no candidate then (graphmem.model.gate.unknown_at);
-// asked about by id, it is not_yet_valid.
-WITH m, id, policy, g, in_scope WHERE $record_id IS NOT NULL OR g[12] IS NULL OR g[12] <= $as_of
-// A record overwritten after $as_of (approved, contested, resolved, merged) is seen
-// as the version it then had: the first kept version (m.v_until, ...) still held at
-// $as_of replaces the status and fingerprint tokens; a forgotten status
-// ($forgotten codes) holds at every time.
-// Read committed: the edge (g) and the node (m) may be read on either side of a
-// write's commit. Every write of m.changed_at writes g[13] too, so where the node's
-// kept versions are consulted, a node whose changed_at is not g[13] is such a torn
-// read (`torn` counts them; the client reads again).
-WITH m, id, policy, g, in_scope,
-  g[13] IS NOT NULL AND $as_of < g[13] AND NOT g[1] IN $forgotten AS overwritten
-WITH m, id, policy, g, in_scope,
-  overwritten AND coalesce(m.changed_at, -9223372036854775807) <> g[13] AS torn, CASE
-  WHEN overwritten AND m.v_until IS NOT NULL
-  THEN head([i IN range(0, size(m.v_until) - 1) WHERE m.v_until[i] > $as_of])
-END AS v
-WITH m, id, policy, in_scope, v, torn, CASE WHEN v IS NULL THEN g
-  ELSE g[0..1] + [m.v_status[v]] + g[2..8] + [m.v_tok1[v], m.v_tok2[v]] + g[10..] END AS g
-WITH m, id, g, v, torn, CASE
-  WHEN NOT $kind_mask[g[0]] THEN 'kind_not_requested'
-  WHEN policy <> $policy THEN 'policy_mismatch'
-  WHEN g[1] <> 0 THEN $statuses[g[1]]
-  WHEN $as_of < g[12] THEN 'not_yet_valid'
-  WHEN $now < g[2] THEN 'not_yet_valid'
-  WHEN $now >= g[3] THEN 'expired'
-  WHEN CASE WHEN g[13] IS NULL OR $as_of >= g[13] THEN g[10] <= $now
-    ELSE EXISTS {
-      MATCH (m)<-[e:SUPERSEDES]-(:Memory)
-      WHERE e.at <= $now AND (e.recorded IS NULL OR e.recorded <= $as_of)
-    } END THEN 'superseded'
-  WHEN CASE WHEN g[13] IS NULL OR $as_of >= g[13] THEN g[11] <= $now
-    ELSE EXISTS {
-      MATCH (m)-[e:INVALIDATED_BY]->()
-      WHERE e.at <= $now AND (e.recorded IS NULL OR e.recorded <= $as_of)
-    } END THEN 'invalidated'
-  WHEN NOT in_scope THEN 'scope_mismatch'
-  WHEN g[4] > $clearance_rank THEN 'insufficient_clearance'
-  WHEN g[0] = 3 AND g[5] = 0 THEN 'outcome_ineligible'
-  WHEN g[0] = 3 AND NOT all(p IN m.preconditions WHERE p IN $environment) THEN 'precondition_unmet'
-  ELSE ''
-END AS reason
-RETURN collect(id) AS ids, collect(g[8]) AS first, collect(g[9]) AS second,
-  collect(CASE WHEN $fingerprints THEN
-    CASE WHEN v IS NULL THEN [m.fingerprint, null] ELSE [m.v_fp[v], m.v_until[v]] END END) AS fingerprints, collect(reason) AS reasons,
-  collect(CASE WHEN reason = '' THEN g[6] END) AS recency,
-  collect(CASE WHEN $with_content AND reason = '' THEN [m.content, CASE WHEN g[7] = 1 THEN m.embedding END,
-    CASE WHEN g[7] = 1 THEN m.embedding_model END] END)
-    AS docs,
-  count(CASE WHEN torn THEN 1 END) AS torn
+RETURN ids, first, second, fingerprints, reasons, recency, docs, torn, erasures

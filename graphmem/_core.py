@@ -17,14 +17,13 @@ from graphmem.backends.base import (
     Backend,
     Op,
     PriorVersion,
-    PutRecord,
     RelateScopes,
     ScopeWithin,
-    UpdateRecord,
+    erased_tenants,
 )
 from graphmem.errors import TransactionConflict
 from graphmem.gate_cache import GateCache
-from graphmem.model import MemoryRecord, ReadContext, Selection, Status, WritePolicy
+from graphmem.model import MemoryRecord, ReadContext, Selection, WritePolicy
 
 __all__ = ["ATTEMPTS", "HasBackend", "StoreCore", "bulk", "transactional"]
 
@@ -142,12 +141,7 @@ class StoreCore:
         the write, and again once it committed (a read that overlapped the commit keeps
         nothing: ``GateCache.epoch``), so erased text is never served from the cache nor
         held in it."""
-        erased = {
-            op.record.tenant
-            for op in ops
-            if isinstance(op, PutRecord | UpdateRecord)
-            and (op.record.status is Status.ERASED or (isinstance(op, UpdateRecord) and op.erase))
-        }
+        erased = erased_tenants(ops)
         if erased:
             self._gate_cache.purge(erased)
         self.backend.apply(ops)

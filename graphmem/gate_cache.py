@@ -12,7 +12,13 @@ and again once it committed (``MemoryStore._send``). A read takes the tenant's
 came in between, so erased text is neither served from here nor held here.
 
 Every store over one backend object shares that backend's cache (``of``), so a
-purge by any of them reaches what any of them holds.
+purge by any of them reaches what any of them holds. An erase in another process
+(or through another backend object) cannot call ``purge`` here; the backend counts
+every erasing write per tenant durably, in the erase's transaction, and its probe
+reports the count (``GateProbe.erasures``). A count greater than the last one seen
+for the tenant purges it as ``purge`` does, and a smaller one (a read of an older
+state) is never kept, so such text is held here only until this process next reads
+the tenant.
 """
 
 from __future__ import annotations
@@ -48,6 +54,10 @@ class GateCache:
         self._held = 0
         self._entries: OrderedDict[tuple[str, Hashable], _Entry] = OrderedDict()
         self._epochs: dict[str, int] = {}  # tenant -> purges so far
+        # tenant -> (the greatest erasure count a probe reported, the epoch before and after
+        # the purge it caused): a read that took the epoch before and saw that count may keep
+        # what it derived, since its state holds every erase the count includes.
+        self._erasures: dict[str, tuple[int, int, int]] = {}
 
     @classmethod
     def of(cls, backend: object, max_candidates: int = DEFAULT_CANDIDATES) -> GateCache:
@@ -73,20 +83,39 @@ class GateCache:
         return self._epochs.get(tenant, 0)
 
     def get(self, tenant: str, probe: GateProbe, now: datetime, as_of: datetime) -> Verdicts | None:
-        """The verdicts held for ``probe``, if still valid for a read at (``now``, ``as_of``)."""
+        """The verdicts held for ``probe``, if still valid for a read at (``now``, ``as_of``).
+        A probe reporting more erasures of ``tenant`` than seen so far purges it first; an
+        entry whose token is not the probe's is dropped (it would not be served again)."""
         key = (tenant, probe.key)
         with self._lock:
+            if probe.erasures is not None:
+                self._observe(tenant, probe.erasures)
             found = self._entries.get(key)
             if found is None:
                 return None
             token, boundaries, interval, verdicts = found
-            if token != probe.token or (
+            if token != probe.token:
+                del self._entries[key]
+                self._held -= len(verdicts.rows)
+                return None
+            if (
                 boundaries is not None
                 and (bisect_right(boundaries[0], now), bisect_right(boundaries[1], as_of)) != interval
             ):
                 return None
             self._entries.move_to_end(key)
             return verdicts
+
+    def _observe(self, tenant: str, erasures: int) -> None:
+        """Purge ``tenant`` if ``erasures`` is more than any probe reported before (the
+        first count reported purges too: nothing held can be known to predate it). Under
+        the lock."""
+        seen = self._erasures.get(tenant)
+        if seen is not None and erasures <= seen[0]:
+            return
+        before = self._epochs.get(tenant, 0)
+        self._drop({tenant})
+        self._erasures[tenant] = (erasures, before, before + 1)
 
     def put(
         self,
@@ -99,8 +128,9 @@ class GateCache:
         epoch: int,
     ) -> None:
         """Hold ``verdicts`` derived from ``rows`` for ``probe``, unless the rows are not the
-        probe's (``keep``), the entry would take more than a quarter of the bound, or the
-        tenant was purged since ``epoch``."""
+        probe's (``keep``), the entry would take more than a quarter of the bound, the
+        tenant was purged since ``epoch`` (other than for the erasures the probe counts), or
+        the probe counts fewer erasures than one already seen (an older state)."""
         size = len(rows)
         if not rows.keep or size > self.max_candidates // 4:
             return
@@ -110,7 +140,15 @@ class GateCache:
             interval = (bisect_right(boundaries[0], now), bisect_right(boundaries[1], as_of))
         key = (tenant, probe.key)
         with self._lock:
-            if self._epochs.get(tenant, 0) != epoch:
+            seen = None
+            if probe.erasures is not None:
+                self._observe(tenant, probe.erasures)
+                seen = self._erasures[tenant]
+                if probe.erasures < seen[0]:  # an older state than one already read
+                    return
+            current = self._epochs.get(tenant, 0)
+            # Purged since ``epoch`` only for the erasures its state counts (and so holds): kept.
+            if current != epoch and (probe.erasures, epoch, current) != seen:
                 return
             old = self._entries.pop(key, None)
             if old is not None:
@@ -126,10 +164,14 @@ class GateCache:
         if not tenants:
             return
         with self._lock:
-            for tenant in tenants:
-                self._epochs[tenant] = self._epochs.get(tenant, 0) + 1
-            for key in [k for k in self._entries if k[0] in tenants]:
-                self._held -= len(self._entries.pop(key)[3].rows)
+            self._drop(tenants)
+
+    def _drop(self, tenants: set[str]) -> None:
+        """``purge`` under the lock: the epochs first, then the entries."""
+        for tenant in tenants:
+            self._epochs[tenant] = self._epochs.get(tenant, 0) + 1
+        for key in [k for k in self._entries if k[0] in tenants]:
+            self._held -= len(self._entries.pop(key)[3].rows)
 
     def clear(self) -> None:
         with self._lock:

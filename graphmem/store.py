@@ -643,7 +643,7 @@ class MemoryStore(LineageOps, WriteGateOps):
         cache = self._gate_cache
         with self.backend.reading():
             probe = self.backend.gate_probe(ctx)
-            probe = GateProbe(("survivors", probe.key), probe.token, probe.state)
+            probe = GateProbe(("survivors", probe.key), probe.token, probe.state, probe.erasures)
             found = cache.get(ctx.tenant, probe, ctx.now, ctx.known_at)
             if found is None:
                 rows = rows_of(ctx, probe)

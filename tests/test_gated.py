@@ -376,7 +376,7 @@ def test_writes_to_a_group_reach_its_cached_views() -> None:
 
 def test_gate_cache_is_bounded_and_follows_writes() -> None:
     """Verdicts kept between recalls never exceed the bound and are never served after a write."""
-    store = MemoryStore(EmbeddedBackend(), audit_recalls=False, gate_cache=8)
+    store = MemoryStore(EmbeddedBackend(), audit_recalls=False, gate_cache=12)
     store.add_many([_episode(f"e{i}", "gateway", T0 - H) for i in range(2)])
     ctx = ReadContext(as_of=KNOWN, tenant="t", scopes=("case:a",), now=T0)
     first = store._gate_view(ctx)
@@ -387,7 +387,7 @@ def test_gate_cache_is_bounded_and_follows_writes() -> None:
         store._gate_view(
             ReadContext(as_of=KNOWN, tenant="t", scopes=("case:a",), now=T0, environment=(f"e{i}",))
         )
-    assert 0 < store._gate_cache.held <= 8
+    assert 0 < store._gate_cache.held <= 12
 
 
 def test_stores_over_one_backend_share_its_gate_cache() -> None:

@@ -215,7 +215,16 @@ def test_the_gate_seeks_its_candidates_in_the_edge_index(
     backend._read = profile  # type: ignore[method-assign]
     assert len(store.recall(ctx, "", explain=True).decisions) == 30
     (plan,) = profiled
-    operators = _operators(plan)
+    # First the tenant's erasure count: one seek of the schema nodes' unique index, on the
+    # left of an Apply, so it is read before any candidate.
+    (apply,) = plan["children"]
+    assert apply["operatorType"].split("@")[0] == "Apply", _operators(plan)
+    counter, candidates = apply["children"]
+    assert [name for name, _ in _operators(counter) if "Seek" in name or "Scan" in name] == [
+        "NodeUniqueIndexSeek"
+    ], _operators(counter)
+    assert sum(hits for _, hits in _operators(counter)) <= 3, _operators(counter)
+    operators = _operators(candidates)
     names = [name for name, _ in operators]
     assert "DirectedRelationshipIndexSeek" in names, operators
     assert not [name for name in names if "Scan" in name], operators
@@ -346,9 +355,11 @@ def test_setup_twice_changes_nothing(neo4j_driver: neo4j.Driver, neo4j_target: N
     store = _store(neo4j_driver, neo4j_target)
     first = store.setup()
     before = _schema_snapshot(neo4j_driver)
-    # The schema marker; the other GraphmemSchema nodes are the tenants' write locks.
+    # The schema marker; the other GraphmemSchema nodes are the tenants' write locks and
+    # erasure counters.
     markers = (
         "MATCH (v:GraphmemSchema) WHERE NOT v.name STARTS WITH 'tenant-lock:' "
+        "AND NOT v.name STARTS WITH 'tenant-erasures:' "
         "RETURN v.name AS name, v.version AS version, v.applied_at AS applied_at"
     )
     marker = _query(neo4j_driver, markers)

@@ -38,6 +38,7 @@ __all__ = [
     "RelateScopes",
     "ScopeWithin",
     "UpdateRecord",
+    "erased_tenants",
 ]
 
 
@@ -132,6 +133,19 @@ Op = Annotated[
 ]
 
 
+def erased_tenants(ops: Sequence[Op]) -> set[str]:
+    """The tenants whose text ``ops`` erase: a record written erased or rewritten as part of
+    an erase (``UpdateRecord.erase``: its own text, or its erased sources' quotes). Every
+    backend counts such a write per tenant in its transaction (``GateProbe.erasures``);
+    the store purges those tenants' cached verdicts around it."""
+    return {
+        op.record.tenant
+        for op in ops
+        if isinstance(op, PutRecord | UpdateRecord)
+        and (op.record.status is Status.ERASED or (isinstance(op, UpdateRecord) and op.erase))
+    }
+
+
 @dataclass(frozen=True, slots=True)
 class ParentState:
     """What support a DERIVED_FROM parent still gives: its status and effect times."""
@@ -191,7 +205,9 @@ class Backend(Protocol):
     def gate_probe(self, ctx: ReadContext) -> GateProbe:
         """What the gate's verdicts on ``ctx`` depend on, found cheaply (``GateProbe``): the
         store serves verdicts it derived under an equal key and token without asking for
-        rows. Called in the read's snapshot, before ``gate_rows``."""
+        rows. Called in the read's snapshot, before ``gate_rows``. ``erasures`` is the
+        tenant's count of committed erasing writes (``erased_tenants``), read in the same
+        query and, where reads are not one snapshot, before any candidate."""
         ...
 
     def gate_rows(self, ctx: ReadContext, probe: GateProbe) -> GateRows:

@@ -47,6 +47,7 @@ from graphmem.backends.neo4j_rows import (
     RECORD_ROW,
     STATUSES,
     Tx,
+    erasures_name,
     from_micros,
     lock_names,
     micros,
@@ -108,7 +109,7 @@ def _lock(tx: Tx, tenants: Iterable[str]) -> None:
 class _Write:
     """One thread's open write transaction (``Neo4jBackend.write``)."""
 
-    __slots__ = ("after", "broken", "locked", "poisoned", "session", "tx", "written")
+    __slots__ = ("after", "broken", "erasures", "locked", "poisoned", "session", "tx", "written")
 
     def __init__(self, session: neo4j.Session, tx: neo4j.Transaction) -> None:
         self.session = session
@@ -117,6 +118,8 @@ class _Write:
         self.locked: set[str] = set()
         #: (tenant, id) of every record it wrote: their held text goes again after commit.
         self.written: list[tuple[str, str]] = []
+        #: Tenant -> its erasure count as this transaction's erases leave it.
+        self.erasures: dict[str, int] = {}
         #: What runs once the transaction has ended (``Neo4jBackend.after_commit``).
         self.after: list[Callable[[], None]] = []
         #: A statement failed: the server rolled the transaction back and the driver
@@ -506,15 +509,17 @@ class Neo4jBackend:
         open_ = self._open()
         if open_ is not None:
             open_.written += written
-            self._within(open_, tenants, lambda tx: send_ops(tx, ops, self._crypt), True)
+            counted = self._within(open_, tenants, lambda tx: send_ops(tx, ops, self._crypt), True)
+            open_.erasures.update(counted)
             return
 
-        def work(tx: neo4j.ManagedTransaction) -> None:
+        def work(tx: neo4j.ManagedTransaction) -> dict[str, int]:
             _lock(tx, tenants)
-            send_ops(tx, ops, self._crypt)
+            return send_ops(tx, ops, self._crypt)
 
-        self._run(work, write=True)
+        counted = self._run(work, write=True)
         self._drop_held(written)
+        self._docs.own_erasures(counted)
 
     def _shred(self, ops: Sequence[Op]) -> None:
         """An erase deletes the data keys first, then updates the graph: a crash in between
@@ -609,6 +614,8 @@ class Neo4jBackend:
                 with suppress(neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError):
                     session.close()
             self._drop_held(open_.written)
+            if committed:
+                self._docs.own_erasures(open_.erasures)
             for step in open_.after:
                 step()
 
@@ -714,6 +721,7 @@ class Neo4jBackend:
                 environment=[*ctx.environment, *self._crypt.tokens(ctx.tenant, ctx.environment)],
                 fingerprints=fingerprints,
                 with_content=with_content,
+                erasures_name=erasures_name(ctx.tenant),
             )[0]
             if gated["torn"]:
                 continue
@@ -727,19 +735,23 @@ class Neo4jBackend:
 
     def gate_probe(self, ctx: ReadContext) -> GateProbe:
         """The server's report of the gate (one read): each candidate's id, fingerprint
-        tokens, drop reason and recency, no text. The report is the key: the tokens pin
-        every candidate's state, so verdicts derived from an equal report hold (the ids,
-        compared in full, are the token)."""
+        tokens, drop reason and recency, no text, and the tenant's erasure count, read
+        before the candidates. The report is the key: the tokens pin every candidate's
+        state, so verdicts derived from an equal report hold (the ids, compared in full,
+        are the token). A count greater than the last this backend saw (an erase by any
+        process) first drops what the document cache holds of the tenant."""
         # Before the read: what a write drops meanwhile is not kept from it.
         epoch = self._docs.epoch(ctx.tenant)
         gated = self._gate(ctx, None, fingerprints=False, with_content=False)
+        erasures = int(gated["erasures"])
+        epoch = self._docs.erasures(ctx.tenant, erasures, epoch)
         key = (
             tuple(gated["first"]),
             tuple(gated["second"]),
             tuple(gated["reasons"]),
             tuple(gated["recency"]),
         )
-        return GateProbe(key, gated["ids"], (gated, epoch))
+        return GateProbe(key, gated["ids"], (gated, epoch), erasures)
 
     def gate_rows(self, ctx: ReadContext, probe: GateProbe) -> GateRows:
         """The probe's report with fingerprints and survivors' text from the document cache.

@@ -62,14 +62,17 @@ class DocCache:
     instead of its 64-digit fingerprint; an entry is used only while those tokens
     are the ones it holds, so a changed record is never ranked on old text,
     receipted with an old fingerprint or returned in an old state. This backend's
-    own writes drop the entries of the records they touch, so erased text does
-    not stay here. Oldest entries go first once ``capacity`` is reached.
+    own writes drop the entries of the records they touch, and a gate report whose
+    erasure count grew (an erase by another process) drops the tenant's
+    (``erasures``), so erased text does not stay here. Oldest entries go first once
+    ``capacity`` is reached.
     """
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
         self._entries: dict[tuple[str, str], _Entry] = {}
         self._epochs: dict[str, int] = {}  # tenant -> how many drops it has seen
+        self._erasures: dict[str, int] = {}  # tenant -> the greatest erasure count reported
         self._lock = threading.Lock()
 
     def epoch(self, tenant: str) -> int:
@@ -77,6 +80,36 @@ class DocCache:
         read, it tells ``put_many`` whether a write may have replaced what was read."""
         with self._lock:
             return self._epochs.get(tenant, 0)
+
+    def erasures(self, tenant: str, count: int, epoch: int) -> int:
+        """Take the tenant's erasure count a gate report gave (read before its candidates),
+        and return the epoch the report's read may keep what it fetches under (in place of
+        ``epoch``, taken before it). A count greater than any seen drops every entry of the
+        tenant first (an erase by another process, whose text must not stay here); the
+        read keeps what it fetches only if nothing else was dropped since ``epoch``. A
+        smaller count is an older report: nothing it fetches is kept."""
+        with self._lock:
+            seen = self._erasures.get(tenant)
+            current = self._epochs.get(tenant, 0)
+            if seen is not None and count < seen:
+                return -1  # no epoch is negative: put_many keeps nothing
+            if seen is not None and count == seen:
+                return epoch
+            self._erasures[tenant] = count
+            for key in [k for k in self._entries if k[0] == tenant]:
+                del self._entries[key]
+            self._epochs[tenant] = current + 1
+            return current + 1 if current == epoch else -1
+
+    def own_erasures(self, counts: dict[str, int]) -> None:
+        """Take the erasure counts this backend's own committed erases left (tenant ->
+        count): where the count before it was the last one seen, no other erase came in
+        between, and the erase already dropped what it touched, so the next report need not
+        drop the tenant again."""
+        with self._lock:
+            for tenant, count in counts.items():
+                if self._erasures.get(tenant) == count - 1:
+                    self._erasures[tenant] = count
 
     def held(
         self, tenant: str, ids: list[str], first: list[int], second: list[int], survivor: list[bool]
@@ -163,3 +196,15 @@ class DocCache:
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+
+    def texts(self, tenant: str | None = None) -> list[str]:
+        """Every text held (of ``tenant``'s entries, if given): the survivors' content and
+        the content of the records held whole; what an erase must leave nowhere here."""
+        with self._lock:
+            return [
+                text
+                for (owner, _), entry in self._entries.items()
+                if tenant is None or owner == tenant
+                for text in (entry[3], None if entry[6] is None else entry[6].content)
+                if text is not None
+            ]

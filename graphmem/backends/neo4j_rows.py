@@ -26,8 +26,9 @@ from graphmem.backends.base import (
     RelateScopes,
     ScopeWithin,
     UpdateRecord,
+    erased_tenants,
 )
-from graphmem.backends.cypher import statements
+from graphmem.backends.cypher import cypher, statements
 from graphmem.backends.neo4j_cache import stored_tokens
 from graphmem.backends.neo4j_crypt import Crypt, SealedRecord, record_of
 from graphmem.errors import GraphmemError, LineageError
@@ -40,6 +41,7 @@ __all__ = [
     "RECORD_ROW",
     "STATUSES",
     "Tx",
+    "erasures_name",
     "from_micros",
     "lock_names",
     "micros",
@@ -315,6 +317,11 @@ def lock_names(tenants: Iterable[str]) -> list[str]:
     return [f"tenant-lock:{tenant}" for tenant in sorted(set(tenants))]
 
 
+def erasures_name(tenant: str) -> str:
+    """The name of ``tenant``'s erasure counter node (count_erasures.cypher, gate.cypher)."""
+    return f"tenant-erasures:{tenant}"
+
+
 #: Statements that return the rows they refused (each with a ``refused`` code), and what
 #: a refusal means.
 _REFUSALS = {
@@ -338,11 +345,12 @@ def _refuse(name: str, tenant: str, rows: list[neo4j.Record]) -> None:
     )
 
 
-def send_ops(tx: Tx, ops: Sequence[Op], crypt: Crypt) -> None:
+def send_ops(tx: Tx, ops: Sequence[Op], crypt: Crypt) -> dict[str, int]:
     """Run ``ops`` in ``tx``, in order, consecutive ops of one statement file and tenant as
-    one group in chunks of ``_BATCH`` rows, text sealed by ``crypt``. Raises
-    ``LineageError`` for an edge the database refuses (its transaction must then be rolled
-    back)."""
+    one group in chunks of ``_BATCH`` rows, text sealed by ``crypt``; then count an erasing
+    write of each tenant whose text they erase (count_erasures.cypher), and return those
+    tenants' counts as this transaction leaves them. Raises ``LineageError`` for an edge
+    the database refuses (its transaction must then be rolled back)."""
     groups: list[tuple[str, str, list[Any]]] = []
     for op in ops:
         name, tenant, row = op_row(op)
@@ -383,3 +391,9 @@ def send_ops(tx: Tx, ops: Sequence[Op], crypt: Crypt) -> None:
             for params in built:
                 send(name, query, tenant, params)
     settle()
+    erased = sorted(erased_tenants(ops))
+    if not erased:
+        return {}
+    names = {erasures_name(t): t for t in erased}
+    counted = tx.run(cypher("count_erasures"), {"names": list(names)})
+    return {names[row["name"]]: int(row["erasures"]) for row in counted}

@@ -48,7 +48,8 @@ knowledge times (records' ``known_from`` and ``changed_at``, lineage's and withi
 ``recorded``, the ``versions`` table); format 3 had no ``recorded`` on scope relations
 (``related``) and kept versions without their bodies (``versions.body``). Formats 2 and
 3 are migrated in place when opened, and so is a format 4 file written before records
-had an ``embedding_model`` column (the column is added; its records name no model)."""
+had an ``embedding_model`` column (the column is added; its records name no model) or
+before the ``erasures`` table (it is created: no erase counted yet)."""
 
 _SCHEMA = sql("schema")
 _GENERATION = "SELECT value FROM meta WHERE key = 'generation'"
@@ -141,6 +142,14 @@ def _has_wide_hash_index(conn: sqlite3.Connection) -> bool:
     )
 
 
+def _lacks_table(conn: sqlite3.Connection, name: str) -> bool:
+    """Whether the file has no table ``name`` (one added to format 4 without a format change)."""
+    return (
+        conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone()
+        is None
+    )
+
+
 def _is_busy(err: sqlite3.OperationalError) -> bool:
     text = str(err).lower()
     return "locked" in text or "busy" in text
@@ -230,6 +239,8 @@ class Engine:
                     )
                 if version != 0 and _has_wide_hash_index(conn):
                     self._narrow_hash_index(conn)
+                if version != 0 and _lacks_table(conn, "erasures"):
+                    self._add_table(conn, "erasures")
                 if version == 0:
                     # One transaction; every statement is idempotent, so two processes creating
                     # one store at once both succeed.
@@ -288,6 +299,19 @@ class Engine:
             if _has_wide_hash_index(conn):  # another process may have replaced it
                 conn.execute("DROP INDEX records_hash")
                 conn.execute(schema_statement("records_hash_key"))
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    @staticmethod
+    def _add_table(conn: sqlite3.Connection, name: str) -> None:
+        """Create the schema's table ``name`` in a file written before it had one, in one
+        transaction (idempotent: two processes opening the file at once both succeed)."""
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(schema_statement(name))
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:

@@ -28,11 +28,18 @@ class GateProbe:
     with ``==``: verdicts derived under one (key, token) hold for another read with the
     same key while its token is equal (and its times stay within the rows'
     ``boundaries``). ``state`` is the backend's own, handed back to ``gate_rows``.
+
+    ``erasures``: how many erasing writes of the context's tenant had committed, by any
+    process, in the state the probe read (counted durably in each erase's transaction;
+    None: the backend does not count them). A cache that sees the count grow drops what
+    it holds of the tenant, so text another process erased is not kept in this one's
+    memory; a smaller count than one already seen is an older state, kept nowhere.
     """
 
     key: Hashable
     token: object
     state: object = None
+    erasures: int | None = None
 
 
 @dataclass(slots=True)

@@ -71,6 +71,12 @@ CREATE INDEX IF NOT EXISTS audit_time ON audit (tenant, at_us, seq);
 CREATE TABLE IF NOT EXISTS audit_records (
     tenant TEXT NOT NULL, record TEXT NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (tenant, record, seq)
 ) WITHOUT ROWID;
+-- How many committed writes erased text of each tenant (one more per erasing write, in its
+-- transaction): a process's gate probe reads it, and purges what it holds of a tenant
+-- whose count grew, whichever process erased. Added on open to a file written before it.
+CREATE TABLE IF NOT EXISTS erasures (
+    tenant TEXT NOT NULL PRIMARY KEY, count INTEGER NOT NULL
+) WITHOUT ROWID;
 -- A scope's revision changes with every write to a record applying to it, in the writing
 -- transaction: gate verdicts cached under a revision are never served after a change,
 -- whichever process made it. Inserts bump it once per batch (the backend); updates here.
