@@ -180,10 +180,7 @@ _CHANGES = (
 _COUNT_ERASURE = (
     "INSERT INTO erasures (tenant, count) VALUES (?, 1) ON CONFLICT (tenant) DO UPDATE SET count = count + 1"
 )
-# The reached scopes' revisions, and the tenant's erasure count as a row whose key is null.
-_REVS = "SELECT key, rev FROM scopes WHERE tenant = ?1 AND key IN ({})"
-_REVS_AND_ERASURES = _REVS + " UNION ALL SELECT NULL, count FROM erasures WHERE tenant = ?1"
-_ERASURES = "SELECT NULL, count FROM erasures WHERE tenant = ?1"
+_ERASURES = "SELECT count FROM erasures WHERE tenant = ?"
 
 
 _CHANGES_HELD = 1024
@@ -796,29 +793,33 @@ class EmbeddedBackend:
 
     def _reach(
         self, conn: sqlite3.Connection, ctx: ReadContext
-    ) -> tuple[list[str], set[str], tuple[int, ...], int]:
+    ) -> tuple[list[str], set[str], tuple[int, ...]]:
         """(every scope reachable upward from the context, by key; those a record may apply
-        to; their revisions; the tenant's erasure count, read with the first of them)."""
+        to; their revisions)."""
         # Only through the WITHIN edges recorded by the read's knowledge time.
         reached = sorted(self._walk(ctx.tenant, ctx.entry_scopes, _PARENTS_KNOWN, ts(ctx.known_at)))
         own = set(ctx.own_runs)
         matching = {s for s in reached if scope_type(s) != "run" or s in own}
-        revs: dict[str | None, int] = {}
+        revs: dict[str, int] = {}
         for at in range(0, len(reached), 500):
             chunk = reached[at : at + 500]
-            sql = (_REVS_AND_ERASURES if at == 0 else _REVS).format(_marks(len(chunk)))
-            revs.update(conn.execute(sql, (ctx.tenant, *chunk)).fetchall())
-        if not reached:
-            revs.update(conn.execute(_ERASURES, (ctx.tenant,)).fetchall())
-        return reached, matching, tuple(revs.get(s, 0) for s in reached), revs.get(None, 0)
+            revs.update(
+                conn.execute(
+                    f"SELECT key, rev FROM scopes WHERE tenant = ? AND key IN ({_marks(len(chunk))})",
+                    (ctx.tenant, *chunk),
+                ).fetchall()
+            )
+        return reached, matching, tuple(revs.get(s, 0) for s in reached)
 
     def gate_probe(self, ctx: ReadContext) -> GateProbe:
         """Key: the scopes the context reaches and its terms; token: those scopes' revisions
         (every committed write of a record, a lineage edge or a scope relation counts in
         the scopes it touches, in every process); erasures: the tenant's count of committed
         erasing writes, in the same snapshot."""
-        with self._read() as conn:
-            reached, matching, revs, erasures = self._reach(conn, ctx)
+        with self._read() as conn:  # one snapshot (``BEGIN``): the count is the revisions'
+            reached, matching, revs = self._reach(conn, ctx)
+            counted = conn.execute(_ERASURES, (ctx.tenant,)).fetchone()
+        erasures = counted[0] if counted else 0
         key = (tuple(reached), ctx.own_runs, ctx.policy, ctx.kinds, ctx.clearance, ctx.environment)
         return GateProbe(key, revs, (reached, matching), erasures)
 
@@ -853,7 +854,7 @@ class EmbeddedBackend:
             if isinstance(probe.state, tuple):
                 reached, matching = probe.state
             else:
-                reached, matching, *_ = self._reach(conn, ctx)
+                reached, matching, _ = self._reach(conn, ctx)
             for at in range(0, len(reached), 500):
                 chunk = reached[at : at + 500]
                 rows = conn.execute(
@@ -951,7 +952,7 @@ class EmbeddedBackend:
         """Every candidate of ``ctx`` built from its whole record, with whether it is in scope:
         the reference gate's input (tests hold ``gate`` to it)."""
         with self._read() as conn:
-            reached, matching, *_ = self._reach(conn, ctx)
+            reached, matching, _ = self._reach(conn, ctx)
             out: list[tuple[Candidate, bool]] = []
             for record in self.records_applying(ctx.tenant, reached):
                 changes = [
@@ -981,7 +982,7 @@ class EmbeddedBackend:
             ).fetchone()
             if row is None:
                 return None
-            _, matching, *_ = self._reach(conn, ctx)
+            _, matching, _ = self._reach(conn, ctx)
             return self._candidate(ctx.tenant, row, conn, ctx.known_at), row[13] in matching
 
     def revision(self) -> tuple[int, int]:
