@@ -417,11 +417,9 @@ def rank_prepared(
                     matched[j].append(part.place(rid))
     positive.sort()
     out = [(rid, -neg_score) for neg_score, _, rid in positive]
-    if len(parts) == 1:
-        out += _without(parts[0].zero_scores, matched[0])
-    else:
-        zeros = [_without(p.zeros, places) for p, places in zip(parts, matched, strict=True)]
-        out += ((rid, 0.0) for _, rid in heapq.merge(*zeros))
+    # Several parts (one part returned above): the unmatched of each, merged in place order.
+    zeros = [_without(p.zeros, places) for p, places in zip(parts, matched, strict=True)]
+    out += ((rid, 0.0) for _, rid in heapq.merge(*zeros))
     return out
 
 
