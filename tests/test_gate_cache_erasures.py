@@ -195,6 +195,39 @@ def test_a_file_written_before_the_erasure_count_opens_and_gets_it(tmp_path: Pat
         assert conn.execute("PRAGMA user_version").fetchone()[0] == version  # no format change
 
 
+def test_the_write_ahead_log_is_emptied_after_exactly_the_erasing_writes(tmp_path: Path) -> None:
+    """One definition of an erasing write (``erased_tenants``) decides both the count and the
+    checkpoint that takes erased text out of the log: an erase of a source that a record still
+    cites through another source empties the log and counts once; a later revoke of that
+    record (its erased source still marked erased) is no erase: it counts nothing and leaves
+    its frames in the log for the next ordinary checkpoint."""
+    wal = tmp_path / f"{DB_NAME}-wal"
+    with MemoryStore.embedded(tmp_path, audit_recalls=False) as store:
+        kept = _episode("t", "kept", "the gateway note")
+        store.add(kept.model_copy(update={"sources": (Source(id="s", quote=SECRET), Source(id="s2"))}))
+        store.add(_episode("t", "other", "another note"))
+        assert wal.stat().st_size > 0
+        store.forget(
+            ForgetRequest(
+                tenant="t",
+                target="s",
+                target_type="source",
+                mode=ForgetMode.ERASE,
+                reason="r",
+                requested_by="u",
+            )
+        )
+        assert wal.stat().st_size == 0
+        assert store.backend.gate_probe(_ctx("t")).erasures == 1
+        assert [s.status for s in store.get("t", "kept").sources] == ["erased", "active"]
+        store.forget(
+            ForgetRequest(tenant="t", target="kept", mode=ForgetMode.REVOKE, reason="r", requested_by="u")
+        )
+        assert store.backend.gate_probe(_ctx("t")).erasures == 1
+        assert wal.stat().st_size > 0
+    assert SECRET.encode() not in (tmp_path / DB_NAME).read_bytes()
+
+
 def test_readers_never_serve_and_do_not_keep_text_erased_elsewhere(
     pair: tuple[MemoryStore, MemoryStore], tenant: str
 ) -> None:

@@ -279,7 +279,7 @@ class EmbeddedBackend:
 
     def apply(self, ops: Sequence[Op]) -> None:
         """Every op or none: a savepoint inside the caller's transaction (or its own)."""
-        erased: set[str] = set()
+        erased = erased_tenants(ops)  # the one definition of an erasing write
         generation = self._apply(ops, erased)
         touched = _touched(ops)
         # Told once committed: a reader that sees the generation before that reads again.
@@ -298,6 +298,7 @@ class EmbeddedBackend:
             self._epoch += 1
 
     def _apply(self, ops: Sequence[Op], erased: set[str]) -> int:
+        """Write ``ops`` in one savepoint; ``erased`` (``erased_tenants(ops)``) each gain one erasure."""
         with self.engine.transaction(write=True) as conn:
             conn.execute("SAVEPOINT apply")
             try:
@@ -332,10 +333,6 @@ class EmbeddedBackend:
                         batch.append(record)
                         batched.add(record.id)
                         mode = wanted
-                        if record.status is Status.ERASED or any(
-                            s.status == "erased" for s in record.sources
-                        ):
-                            erased.add(record.tenant)
                         continue
                     flush()
                     if isinstance(op, AppendAudit):
@@ -349,9 +346,8 @@ class EmbeddedBackend:
                 if events:
                     self._append_audit(conn, events)
                 self._write_versions(conn, kept)
-                counted = erased_tenants(ops)
-                if counted:  # in this transaction: a probe that sees the erase sees the count
-                    conn.executemany(_COUNT_ERASURE, [(t,) for t in sorted(counted)])
+                if erased:  # in this transaction: a probe that sees the erase sees the count
+                    conn.executemany(_COUNT_ERASURE, [(t,) for t in sorted(erased)])
                 generation = self.engine.bump(conn)
             except BaseException:
                 conn.execute("ROLLBACK TO apply")
