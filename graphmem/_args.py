@@ -3,7 +3,6 @@ with a stable code, never a bare ``TypeError`` or ``AttributeError`` from deep i
 
 from __future__ import annotations
 
-import math
 import numbers
 import re
 from collections.abc import Iterable, Mapping
@@ -12,7 +11,7 @@ from typing import TypeVar
 
 from graphmem.errors import ContractViolation
 from graphmem.model import GraphmemModel
-from graphmem.model.base import AwareDatetime, EmbeddingModel, Identifier, ScopeKey, Tenant
+from graphmem.model.base import AwareDatetime, EmbeddingModel, Identifier, ScopeKey, Tenant, all_finite
 
 __all__ = [
     "MAX_QUERY_CHARS",
@@ -152,6 +151,18 @@ def check_embedding(values: object, what: str = "query_embedding") -> tuple[floa
     """``None`` or a non-empty sequence of finite numbers, as floats."""
     if values is None:
         return None
+    if (
+        isinstance(values, tuple | list)
+        and type(values) in (tuple, list)
+        and 0 < len(values) <= _MAX_EMBEDDING_DIMENSIONS
+        and set(map(type, values)) == {float}
+    ):
+        # The usual case, plain floats, checked in C loops rather than element by element.
+        if not all_finite(values):
+            raise ContractViolation(
+                f"{what} holds NaN or infinite values; embeddings must be finite", code="embedding_not_finite"
+            )
+        return tuple(values)
     if isinstance(values, str | bytes) or not isinstance(values, Iterable) or isinstance(values, Mapping):
         raise ContractViolation(f"{what} must be a list of numbers, got {_kind(values)}", code="bad_argument")
     floats: list[float] = []
@@ -167,7 +178,7 @@ def check_embedding(values: object, what: str = "query_embedding") -> tuple[floa
         raise ContractViolation(
             f"{what} must have at least one dimension, or be None", code="empty_embedding"
         )
-    if not all(math.isfinite(x) for x in floats):
+    if not all_finite(floats):
         raise ContractViolation(
             f"{what} holds NaN or infinite values; embeddings must be finite", code="embedding_not_finite"
         )

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from graphmem.model import DropReason, ReadContext, Receipt
-from graphmem.model.canonical import canonical_json, sha256
+from graphmem.model.canonical import canonical_json, canonical_json_with, sha256
 
 __all__ = [
     "build_receipt",
@@ -21,20 +21,35 @@ __all__ = [
 ]
 
 
-def _context_digest(ctx: ReadContext, query: str, query_embedding: Sequence[float] | None) -> str:
+def _context_digest(
+    ctx: ReadContext,
+    query: str,
+    query_embedding: Sequence[float] | None,
+    written: Mapping[str, str] | None = None,
+) -> str:
+    """The digest of the read's context, query and query embedding; ``written`` may hold the
+    canonical JSON of the query embedding (``_embedding_json``)."""
     body = ctx.model_dump(mode="json")
     body["as_of"] = body["as_of"] or body["now"]  # a default as_of is now
     body["query"] = query
     body["query_embedding"] = None if query_embedding is None else list(query_embedding)
-    return sha256(canonical_json(body))
+    return sha256(canonical_json_with(body, written or {}))
 
 
-def _top_digest(parts: dict[str, Any]) -> str:
+def _top_digest(parts: dict[str, Any], written: Mapping[str, str] | None = None) -> str:
     """The digest over a receipt's parts; an unnamed embedding model is left out, so the
     digests of receipts from before the field are unchanged."""
     if parts.get("embedding_model") is None:
         parts = {k: v for k, v in parts.items() if k != "embedding_model"}
-    return sha256(canonical_json(parts))
+    return sha256(canonical_json_with(parts, written or {}))
+
+
+def _embedding_json(query_embedding: Sequence[float] | None) -> dict[str, str]:
+    """The canonical JSON of a query embedding of plain floats, by its key in the digests'
+    bodies, to write it once for both (a receipt keeps floats as they are); else nothing."""
+    if query_embedding is None or set(map(type, query_embedding)) != {float}:
+        return {}
+    return {"query_embedding": canonical_json(list(query_embedding))}
 
 
 def candidates_digest(candidates: Iterable[tuple[str, str]]) -> str:
@@ -88,6 +103,7 @@ def build_receipt(
 ) -> Receipt:
     """Assemble a recall's receipt from the digests of its candidates and decisions; the
     query's ``embedding_model`` is in its digest only when named."""
+    written = _embedding_json(query_embedding)
     parts: dict[str, Any] = {
         "selector_version": selector_version,
         "now": ctx.now,
@@ -95,7 +111,7 @@ def build_receipt(
         "query": query,
         "query_embedding": None if query_embedding is None else list(query_embedding),
         "embedding_model": embedding_model,
-        "context_digest": _context_digest(ctx, query, query_embedding),
+        "context_digest": _context_digest(ctx, query, query_embedding, written),
         "candidates_digest": candidates,
         "selection_digest": sha256(canonical_json(list(selected_ids))),
         "decisions_digest": decisions,
@@ -104,7 +120,7 @@ def build_receipt(
     draft = Receipt(**parts, digest="")
     body = draft.model_dump(mode="json")
     del body["digest"]
-    return draft.model_copy(update={"digest": _top_digest(body)})
+    return draft.model_copy(update={"digest": _top_digest(body, written)})
 
 
 def receipt_problems(receipt: Receipt, ctx: ReadContext) -> list[str]:

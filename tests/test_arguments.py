@@ -434,6 +434,30 @@ def test_finite_embeddings_are_accepted_as_floats(store: MemoryStore, env: dict[
     assert store.verify(selection.receipt, ctx)
 
 
+@pytest.mark.parametrize("kind", [tuple, list])
+def test_plain_float_embeddings_are_checked_whole(kind: type) -> None:
+    """Finite values whose sum overflows are accepted; one NaN or infinity anywhere is refused."""
+    from graphmem._args import check_embedding
+
+    assert check_embedding(kind([1e308, 1e308, -1.0])) == (1e308, 1e308, -1.0)
+    for bad in ([1e308, 1e308, math.nan], [0.0] * 383 + [math.inf], [math.inf, -math.inf]):
+        with pytest.raises(GraphmemError) as err:
+            check_embedding(kind(bad))
+        assert err.value.code == "embedding_not_finite"
+
+
+def test_record_embeddings_overflowing_their_sum_are_finite(tenant: str) -> None:
+    made = MemoryRecord(
+        tenant=tenant, kind=Kind.WORKING, scope="run:r1", content="x", embedding=(1e308, 1e308)
+    )
+    assert made.embedding == (1e308, 1e308)
+    with pytest.raises(GraphmemError) as err:
+        MemoryRecord(
+            tenant=tenant, kind=Kind.WORKING, scope="run:r1", content="x", embedding=(1e308, math.nan)
+        )
+    assert err.value.code == "embedding_not_finite"
+
+
 def test_record_embeddings_must_be_finite(tenant: str) -> None:
     with pytest.raises(GraphmemError) as err:
         MemoryRecord(tenant=tenant, kind=Kind.WORKING, scope="run:r1", content="x", embedding=(1.0, math.inf))

@@ -23,7 +23,7 @@ from graphmem import (
     Status,
     Trust,
 )
-from graphmem.model.canonical import canonical_json, sha256
+from graphmem.model.canonical import canonical_json, canonical_json_with, sha256
 from graphmem.ranking import SELECTOR_VERSION
 from tests.conftest import KNOWN, T0
 
@@ -382,3 +382,48 @@ def test_recall_audit_events_outlive_a_clean_close_and_sync_ones_are_written_bef
         silent = MemoryStore(store.backend, audit_recalls=False)
         assert silent.recall(context(tenant), QUERY).ids == sync.recall(context(tenant), QUERY).ids
         assert len([e for e in store.audit(tenant) if e.action == "recalled"]) == 7
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(st.dictionaries(st.text(max_size=8), _JSON_VALUES, max_size=8), st.data())
+@settings(max_examples=200, deadline=None)
+def test_canonical_json_with_values_written_already_is_canonical_json(
+    value: dict[str, Any], data: Any
+) -> None:
+    """Splicing the canonical JSON of some values (written once for two digests) changes no byte."""
+    keys = data.draw(st.sets(st.sampled_from(sorted(value))) if value else st.just(set()))
+    written = {key: canonical_json(value[key]) for key in keys}
+    assert canonical_json_with(value, written) == canonical_json(value)
+
+
+def test_a_hybrid_receipt_digests_its_query_embedding_as_canonical_json(
+    store: MemoryStore, tenant: str
+) -> None:
+    """The receipt's digests, with the query embedding's JSON written once, are those of the
+    whole canonical JSON, so ``verify`` (which writes it for each digest) agrees."""
+    store.add(
+        MemoryRecord(
+            tenant=tenant,
+            kind=Kind.WORKING,
+            scope="run:r1",
+            content="refund policy",
+            embedding=(0.1, 0.2, 0.3),
+        )
+    )
+    ctx = ReadContext(tenant=tenant, scopes=("run:r1",), now=T0, as_of=KNOWN)
+    embedding = (0.1, -0.25, 1 / 3)
+    selection = store.recall(ctx, "refund", query_embedding=embedding)
+    assert selection.ids
+    receipt = selection.receipt
+    parts = receipt.model_dump(mode="json")
+    del parts["digest"]
+    if parts["embedding_model"] is None:
+        del parts["embedding_model"]
+    assert receipt.digest == sha256(canonical_json(parts))
+    assert store.verify(receipt, ctx)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import math
 import unicodedata
 import uuid
 from typing import ClassVar, Literal
@@ -18,6 +17,7 @@ from graphmem.model.base import (
     Identifier,
     ScopeKey,
     Tenant,
+    all_finite,
     utcnow,
 )
 from graphmem.model.canonical import sha256
@@ -115,7 +115,7 @@ class MemoryRecord(GraphmemModel):
     @field_validator("embedding")
     @classmethod
     def _embedding_finite(cls, value: tuple[float, ...] | None) -> tuple[float, ...] | None:
-        if value is not None and not all(math.isfinite(x) for x in value):
+        if value is not None and not all_finite(value):
             raise PydanticCustomError("embedding_not_finite", "embedding values must be finite numbers")
         return value
 
