@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+import time
+import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
@@ -24,7 +26,7 @@ from graphmem import (
     Status,
     Trust,
 )
-from graphmem.model import Tombstone
+from graphmem.model import Tombstone, new_id
 from graphmem.model.base import holds_personal_data, json_reader, validated
 from tests.conftest import KNOWN, T0
 
@@ -399,3 +401,20 @@ def test_json_reader_refuses_what_model_validate_json_refuses(change: dict[str, 
     with pytest.raises(ContractViolation) as info:
         json_reader(MemoryRecord)(body)
     assert info.value.code == expected.value.code == code
+
+
+def test_new_ids_are_version_7_uuids_in_time_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fresh ids carry the millisecond they were made first, so later ids sort after earlier
+    ones (a store's id indexes grow at their end); the rest is random."""
+    clock = iter([1_700_000_000_000_000_000, 1_700_000_000_001_000_000, 1_700_000_000_001_000_000])
+    monkeypatch.setattr(time, "time_ns", lambda: next(clock))
+    first, second, third = new_id(), new_id("src"), new_id("src")
+    assert first.startswith("mem-")
+    assert second.startswith("src-")
+    parsed = [uuid.UUID(i.split("-", 1)[1]) for i in (first, second, third)]
+    assert all(p.version == 7 and p.variant == uuid.RFC_4122 for p in parsed)
+    assert [p.int >> 80 for p in parsed] == [1_700_000_000_000, 1_700_000_000_001, 1_700_000_000_001]
+    assert first[4:] < second[4:]
+    assert second != third  # the same millisecond: random, unique
+    monkeypatch.undo()
+    assert len({new_id() for _ in range(10_000)}) == 10_000

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import time
 import unicodedata
-import uuid
 from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -27,8 +28,25 @@ __all__ = ["MemoryRecord", "Source", "Tombstone", "content_hash", "new_id"]
 
 
 def new_id(prefix: str = "mem") -> str:
-    """A fresh random id, e.g. ``mem-3f2a…``."""
-    return f"{prefix}-{uuid.uuid4().hex}"
+    """A fresh id, e.g. ``mem-019ae4c2…``: a version 7 UUID (RFC 9562) in hex, 48 bits of Unix
+    time in milliseconds, then 74 random bits.
+
+    Ids made later sort after those made earlier (to the millisecond), so a store's indexes
+    on record and source ids grow at their end instead of at random places: at a million
+    records a random id dirties another index page with nearly every insert."""
+    rand = int.from_bytes(os.urandom(10), "big")  # 80 bits: 12 for rand_a, 62 for rand_b
+    value = (
+        (time.time_ns() // 1_000_000 & _MS_MASK) << 80
+        | 0x7 << 76  # version 7
+        | (rand >> 68) << 64
+        | 0b10 << 62  # the RFC 9562 variant
+        | rand & _RAND_B_MASK
+    )
+    return f"{prefix}-{value:032x}"
+
+
+_MS_MASK = (1 << 48) - 1
+_RAND_B_MASK = (1 << 62) - 1
 
 
 def content_hash(content: str) -> str:
