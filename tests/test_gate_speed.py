@@ -606,16 +606,31 @@ def test_whitespace_is_what_the_regexes_call_whitespace() -> None:
     assert all(bool(space.match(chr(c))) == chr(c).isspace() for c in range(sys.maxunicode + 1))
 
 
-def test_every_credential_word_of_ascii_text_begins_with_a_listed_start() -> None:
+def test_every_credential_word_begins_with_a_listed_start() -> None:
     from graphmem.policy import secrets as secrets_mod
 
-    starts = secrets_mod._ASCII_CREDENTIAL_STARTS
+    starts = secrets_mod._CREDENTIAL_STARTS
     for alternative in prefilter_mod.top_level(secrets_mod._CREDENTIAL_WORDS):
         inner = alternative
         if alternative.startswith("(?:"):
             inner = alternative[3 : prefilter_mod.group_end(alternative, 0) - 1]
         for piece in prefilter_mod.top_level(inner):
-            assert not piece[0].isascii() or any(piece.startswith(s) for s in starts), piece
+            assert any(piece.startswith(s) for s in starts), piece
+
+
+def test_the_case_fold_sends_every_character_to_the_start_character_it_matches() -> None:
+    import sys
+
+    from graphmem.policy import secrets as secrets_mod
+
+    chars = sorted(set("".join(secrets_mod._CREDENTIAL_STARTS)))
+    every = "".join(chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF)
+    matching = re.compile("[" + "".join(map(re.escape, chars)) + "]", re.I)
+    for m in matching.finditer(every):
+        ch = m.group(0)
+        (target,) = [c for c in chars if re.fullmatch(re.escape(c), ch, re.I)]
+        assert ch.translate(secrets_mod._CASE_FOLD) == target, hex(ord(ch))
+    assert len(every.translate(secrets_mod._CASE_FOLD)) == len(every)
 
 
 _CREDENTIAL_PARTS = [
@@ -689,7 +704,8 @@ _credential_text = st.lists(
 def test_credential_rules_find_what_the_whole_scan_finds(text: str) -> None:
     from graphmem.policy import secrets as secrets_mod
 
-    words = [m.start() for m in secrets_mod._CREDENTIAL_AT.finditer(text)]
+    every = re.compile(rf"(?=(?:{secrets_mod._CREDENTIAL_WORDS}))", re.I)
+    words = [m.start() for m in every.finditer(text)]
     assert secrets_mod._credential_words(text) == words
     for pattern, start in secrets_mod._CREDENTIAL_LED.items():
         fast = [(m.span(), m.groupdict()) for m in secrets_mod._credential_led(pattern, text, words, start)]

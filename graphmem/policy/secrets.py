@@ -283,12 +283,10 @@ _FILTERS = tuple(Prefiltered((pattern.pattern,), pattern.flags) for _, pattern, 
 # A card number holds no literal, but it begins with 13 digits; this pattern finds those fast.
 _THIRTEEN_DIGITS = re.compile(r"\d(?:[ -]?\d){12}")
 
-# Every position a credential word begins at (they may overlap: each is found).
-_CREDENTIAL_AT = re.compile(rf"(?=(?:{_CREDENTIAL_WORDS}))", re.I)
 _CREDENTIAL = re.compile(rf"(?:{_CREDENTIAL_WORDS})", re.I)
-# How every credential word that can occur in ASCII text begins, lowered (the others begin with a
-# letter no ASCII character matches, even ignoring case).
-_ASCII_CREDENTIAL_STARTS = (
+# How every credential word begins, lowered; a word begins only where its start is in the text
+# folded by _CASE_FOLD.
+_CREDENTIAL_STARTS = (
     "pass",
     "pwd",
     "wifi",
@@ -304,21 +302,27 @@ _ASCII_CREDENTIAL_STARTS = (
     "parola d'ordine",
     "wachtwoord",
     "has",
+    "п",
+    "密",
+    "口",
+    "パ",
+    "비",
 )
+# Each character that matches a character of those starts, ignoring case, to that character (one
+# character to one, so positions stay): A-Z, and the few others re.IGNORECASE pairs with them.
+_CASE_FOLD = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
+_CASE_FOLD.update({0x130: ord("i"), 0x131: ord("i"), 0x17F: ord("s"), 0x212A: ord("k"), 0x41F: ord("п")})
 
 
 def _credential_words(text: str) -> list[int]:
-    """Every position of ``text`` a credential word begins at, in order."""
-    if not text.isascii():
-        return [m.start() for m in _CREDENTIAL_AT.finditer(text)]
-    # In ASCII text a word begins where its lowered start is in the lowered text (same positions).
-    lowered = text.lower()
+    """Every position of ``text`` a credential word begins at (``_CREDENTIAL`` matches), in order."""
+    folded = text.lower() if text.isascii() else text.translate(_CASE_FOLD)
     candidates: set[int] = set()
-    for start in _ASCII_CREDENTIAL_STARTS:
-        at = lowered.find(start)
+    for start in _CREDENTIAL_STARTS:
+        at = folded.find(start)
         while at >= 0:
             candidates.add(at)
-            at = lowered.find(start, at + 1)
+            at = folded.find(start, at + 1)
     return [at for at in sorted(candidates) if _CREDENTIAL.match(text, at)]
 
 
