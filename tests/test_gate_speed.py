@@ -595,3 +595,119 @@ def test_the_pattern_scanner_cuts_at_top_level_bars_and_finds_group_ends(parts: 
     assert prefilter_mod.group_end(group + tail, 0) == len(group)
     assert prefilter_mod.group_end(f"x{group}{tail}", 1) == len(group) + 1
     assert prefilter_mod.group_end(f"({pattern}", 0) == -1
+
+
+def test_whitespace_is_what_the_regexes_call_whitespace() -> None:
+    # The stated-password rule is tried back from each credential word over runs of whitespace
+    # found with str.isspace; \s must be the same characters.
+    import sys
+
+    space = re.compile(r"\s")
+    assert all(bool(space.match(chr(c))) == chr(c).isspace() for c in range(sys.maxunicode + 1))
+
+
+def test_every_credential_word_begins_with_a_listed_start() -> None:
+    from graphmem.policy import secrets as secrets_mod
+
+    starts = secrets_mod._CREDENTIAL_STARTS
+    for alternative in prefilter_mod.top_level(secrets_mod._CREDENTIAL_WORDS):
+        inner = alternative
+        if alternative.startswith("(?:"):
+            inner = alternative[3 : prefilter_mod.group_end(alternative, 0) - 1]
+        for piece in prefilter_mod.top_level(inner):
+            assert any(piece.startswith(s) for s in starts), piece
+
+
+def test_the_case_fold_sends_every_character_to_the_start_character_it_matches() -> None:
+    import sys
+
+    from graphmem.policy import secrets as secrets_mod
+
+    chars = sorted(set("".join(secrets_mod._CREDENTIAL_STARTS)))
+    every = "".join(chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF)
+    matching = re.compile("[" + "".join(map(re.escape, chars)) + "]", re.I)
+    for m in matching.finditer(every):
+        ch = m.group(0)
+        (target,) = [c for c in chars if re.fullmatch(re.escape(c), ch, re.I)]
+        assert ch.translate(secrets_mod._CASE_FOLD) == target, hex(ord(ch))
+    assert len(every.translate(secrets_mod._CASE_FOLD)) == len(every)
+
+
+_CREDENTIAL_PARTS = [
+    "password",
+    "PassWord",
+    "PASSWD",
+    "pa\u017f\u017fphrase",
+    "pwd",
+    "WiFi",
+    "wi-fi",
+    "WLAN",
+    "wpa2",
+    "network",
+    "key",
+    "contraseña",
+    "CONTRASENA",
+    "mot de passe",
+    "MDP",
+    "Passwort",
+    "\u212aennwort",
+    "senha",
+    "parola d'ordine",
+    "пароль",
+    "ПАРОЛЬ",
+    "密码",
+    "パスワード",
+    "비밀번호",
+    "wachtwoord",
+    "hasło",
+    "HASLO",
+    "my",
+    "MY",
+    "il mio",
+    "la mia",
+    "мой",
+    "their",
+    "db_",
+    "admin-",
+    "x" * 38,
+    "is",
+    "is now",
+    "ist",
+    "est",
+    "e",
+    "è",
+    "—",
+    "-",
+    "was",
+    ":",
+    "=",
+    "=>",
+    '"',
+    "'",
+    "“",
+    "«",
+    "sunshine42",
+    "Xy7!kq2m",
+    "hunter2",
+    ".",
+    ",",
+]
+_CREDENTIAL_GAPS = ["", " ", "  ", "\n", "\t", "\u3000", "_"]
+_credential_text = st.lists(
+    st.tuples(st.sampled_from(_CREDENTIAL_PARTS), st.sampled_from(_CREDENTIAL_GAPS)),
+    max_size=16,
+).map(lambda parts: "".join(w + s for w, s in parts))
+
+
+@settings(max_examples=500, deadline=None)
+@given(_credential_text)
+def test_credential_rules_find_what_the_whole_scan_finds(text: str) -> None:
+    from graphmem.policy import secrets as secrets_mod
+
+    every = re.compile(rf"(?=(?:{secrets_mod._CREDENTIAL_WORDS}))", re.I)
+    words = [m.start() for m in every.finditer(text)]
+    assert secrets_mod._credential_words(text) == words
+    for pattern, start in secrets_mod._CREDENTIAL_LED.items():
+        fast = [(m.span(), m.groupdict()) for m in secrets_mod._credential_led(pattern, text, words, start)]
+        assert fast == [(m.span(), m.groupdict()) for m in pattern.finditer(text)], text
+    assert find_secrets(text) == find_secrets(text, reference=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from graphmem.policy.prefilter import Literals, Prefiltered
@@ -171,6 +171,43 @@ _CREDENTIAL_WORDS = (
     r"wlan|wpa2?|network)\s+key|contrase[nñ]a|mot de passe|mdp|passwort|kennwort"
     r"|senha|parola d'ordine|пароль|密码|密碼|口令|パスワード|비밀번호|wachtwoord|has[lł]o"
 )
+# Words that make "<owner> password is …" a statement about someone's own password.
+_OWNERS = (
+    "my",
+    "our",
+    "his",
+    "her",
+    "their",
+    "mi",
+    "mon",
+    "ma",
+    "mein",
+    "meine",
+    "minha",
+    "meu",
+    "il mio",
+    "la mia",
+    "мой",
+)
+_PREFIX = 40  # word characters a credential word may be prefixed with ("db_password", "admin password")
+# "db_password = …", "password for the admin account: …"
+_ASSIGNED_PASSWORD = re.compile(
+    rf"(?<![\w-])(?:[\w-]{{0,{_PREFIX}}}[_-])?(?:{_CREDENTIAL_WORDS})(?![\w-])(?:\s+[\w-]+){{0,3}}?[\"']?\s*(?:[:=]|"
+    rf"=>|:=)\s*"
+    r"(?P<secret>(?P<value>\"[^\"\n]*\"|'[^'\n]*'|`[^`\n]*`|[^\s,;&]+))",
+    re.I,
+)
+# "my password is sunshine42", "das WLAN Passwort ist …"
+_STATED_PASSWORD = re.compile(
+    rf"(?P<owner>\b(?:{'|'.join(_OWNERS)})\s+)?"
+    rf"(?:(?<![\w-])[\w-]{{1,{_PREFIX}}}\s+)?(?:{_CREDENTIAL_WORDS})"
+    rf"(?P<mid>(?:\s+[\w-]+){{1,4}}?)?\s+(?:is now|"
+    rf"is|was|es|est|ist|e|é|è|—|-|это)\s+"
+    r"(?P<q>[\"'`“«])?(?P<secret>(?P<value>[^\s\"'`”»,;]+?))(?=\.?(?:[\s,;\"'`”»]|$))",
+    re.I,
+)
+# "password Xy7!kq2m"
+_PASSWORD_THEN_VALUE = re.compile(rf"(?<![\w-])(?:{_CREDENTIAL_WORDS})\s+(?P<secret>[^\s,;]{{6,}})", re.I)
 _RULES: tuple[tuple[str, re.Pattern[str], Check], ...] = (
     (
         "private_key",
@@ -216,28 +253,8 @@ _RULES: tuple[tuple[str, re.Pattern[str], Check], ...] = (
         re.compile(r"\bauthorization\s*:\s*basic\s+(?P<secret>[A-Za-z0-9+/]{8,}=*)", re.I),
         _always,
     ),
-    (
-        "password",
-        re.compile(
-            rf"(?<![\w-])(?:[\w-]{{0,40}}[_-])?(?:{_CREDENTIAL_WORDS})(?![\w-])(?:\s+[\w-]+){{0,3}}?[\"']?\s*(?:[:=]|"
-            rf"=>|:=)\s*"
-            r"(?P<secret>(?P<value>\"[^\"\n]*\"|'[^'\n]*'|`[^`\n]*`|[^\s,;&]+))",
-            re.I,
-        ),
-        _assignment_secret,
-    ),
-    (
-        "password",
-        re.compile(
-            rf"(?P<owner>\b(?:my|our|his|her|their|mi|mon|ma|mein|meine|minha|meu|il mio|la mia|мой)\s+)?"
-            rf"(?:(?<![\w-])[\w-]{{1,40}}\s+)?(?:{_CREDENTIAL_WORDS})"
-            rf"(?P<mid>(?:\s+[\w-]+){{1,4}}?)?\s+(?:is now|"
-            rf"is|was|es|est|ist|e|é|è|—|-|это)\s+"
-            r"(?P<q>[\"'`“«])?(?P<secret>(?P<value>[^\s\"'`”»,;]+?))(?=\.?(?:[\s,;\"'`”»]|$))",
-            re.I,
-        ),
-        _stated_password,
-    ),
+    ("password", _ASSIGNED_PASSWORD, _assignment_secret),
+    ("password", _STATED_PASSWORD, _stated_password),
     (
         "password",
         re.compile(r"(?<![\w-])pass\s*[:=]\s*(?P<secret>[^\s,;&]{6,})", re.I),
@@ -245,11 +262,7 @@ _RULES: tuple[tuple[str, re.Pattern[str], Check], ...] = (
             re.search(r"[A-Za-z]", m.group("secret")) and re.search(r"[\d\W_]", m.group("secret"))
         ),
     ),
-    (
-        "password",
-        re.compile(rf"(?<![\w-])(?:{_CREDENTIAL_WORDS})\s+(?P<secret>[^\s,;]{{6,}})", re.I),
-        lambda m: _credential_shaped(m.group("secret")),
-    ),
+    ("password", _PASSWORD_THEN_VALUE, lambda m: _credential_shaped(m.group("secret"))),
     (
         "api_key",
         re.compile(
@@ -270,6 +283,100 @@ _FILTERS = tuple(Prefiltered((pattern.pattern,), pattern.flags) for _, pattern, 
 # A card number holds no literal, but it begins with 13 digits; this pattern finds those fast.
 _THIRTEEN_DIGITS = re.compile(r"\d(?:[ -]?\d){12}")
 
+_CREDENTIAL = re.compile(rf"(?:{_CREDENTIAL_WORDS})", re.I)
+# How every credential word begins, lowered; a word begins only where its start is in the text
+# folded by _CASE_FOLD.
+_CREDENTIAL_STARTS = (
+    "pass",
+    "pwd",
+    "wifi",
+    "wi-fi",
+    "wlan",
+    "wpa",
+    "network",
+    "contrase",
+    "mot de passe",
+    "mdp",
+    "kennwort",
+    "senha",
+    "parola d'ordine",
+    "wachtwoord",
+    "has",
+    "п",
+    "密",
+    "口",
+    "パ",
+    "비",
+)
+# Each character that matches a character of those starts, ignoring case, to that character (one
+# character to one, so positions stay): A-Z, and the few others re.IGNORECASE pairs with them.
+_CASE_FOLD = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
+_CASE_FOLD.update({0x130: ord("i"), 0x131: ord("i"), 0x17F: ord("s"), 0x212A: ord("k"), 0x41F: ord("п")})
+
+
+def _credential_words(text: str) -> list[int]:
+    """Every position of ``text`` a credential word begins at (``_CREDENTIAL`` matches), in order."""
+    folded = text.lower() if text.isascii() else text.translate(_CASE_FOLD)
+    candidates: set[int] = set()
+    for start in _CREDENTIAL_STARTS:
+        at = folded.find(start)
+        while at >= 0:
+            candidates.add(at)
+            at = folded.find(start, at + 1)
+    return [at for at in sorted(candidates) if _CREDENTIAL.match(text, at)]
+
+
+_OWNER_LONGEST = max(map(len, _OWNERS))
+
+
+def _stated_start(text: str, word: int) -> int:
+    """No match of ``_STATED_PASSWORD`` whose credential word begins at ``word`` begins before this.
+
+    Before the word, each followed by whitespace: a word of up to ``_PREFIX`` characters, an
+    owner, or both (the owner, whitespace, the word). Whitespace is what ``\\s`` matches
+    (``str.isspace``); the other characters are not whitespace.
+    """
+    k = word
+    while k and text[k - 1].isspace():
+        k -= 1
+    if k == word:
+        return word  # nothing may come before the credential word but whitespace-ended parts
+    j = k  # the earliest start of a word of up to _PREFIX characters ending at k
+    while j > k - _PREFIX and j and not text[j - 1].isspace():
+        j -= 1
+    w = j  # an owner before that word ends before its whitespace
+    while w and text[w - 1].isspace():
+        w -= 1
+    return max(0, min(k - _PREFIX, w - _OWNER_LONGEST))
+
+
+# Rules every match of which holds a credential word: the least position a match may begin at,
+# given where its credential word begins.
+_CREDENTIAL_LED: dict[re.Pattern[str], Callable[[str, int], int]] = {
+    _ASSIGNED_PASSWORD: lambda _, word: max(0, word - _PREFIX - 1),
+    _STATED_PASSWORD: _stated_start,
+    _PASSWORD_THEN_VALUE: lambda _, word: word,
+}
+
+
+def _credential_led(
+    pattern: re.Pattern[str], text: str, words: list[int], start: Callable[[str, int], int]
+) -> Iterator[re.Match[str]]:
+    """``pattern.finditer(text)`` for a pattern of ``_CREDENTIAL_LED``: the same matches, tried only
+    from ``start`` to each credential word's position (``words``) instead of at every position.
+
+    Every match begins at one of those positions; they are tried in order, each from where the
+    last match ended, as ``finditer`` does (no match of these patterns is empty).
+    """
+    pos = 0
+    for p in sorted({p for word in words for p in range(start(text, word), word + 1)}):
+        if p < pos:
+            continue
+        m = pattern.match(text, p)
+        if m is not None:
+            yield m
+            pos = max(m.end(), p + 1)
+
 
 def find_secrets(text: str, *, reference: bool = False) -> list[SecretFinding]:
     """Every secret in ``text``, by position; overlapping matches are merged into the first.
@@ -278,11 +385,19 @@ def find_secrets(text: str, *, reference: bool = False) -> list[SecretFinding]:
     """
     found: list[SecretFinding] = []
     literals = Literals(text, index=False)  # few rules: look their literals up directly
+    words: list[int] | None = None
+    matches: Iterable[re.Match[str]]
     for (kind, pattern, check), prefiltered in zip(_RULES, _FILTERS, strict=True):
         if reference:
             matches = pattern.finditer(text)
         elif kind == "card_number" and not _THIRTEEN_DIGITS.search(text):
             continue
+        elif (start := _CREDENTIAL_LED.get(pattern)) is not None:
+            if prefiltered.narrowed(literals) is None:
+                continue
+            if words is None:
+                words = _credential_words(text)
+            matches = _credential_led(pattern, text, words, start)
         else:
             matches = prefiltered.finditer(text, literals)
         for m in matches:
