@@ -617,6 +617,7 @@ class MemoryStore(LineageOps, WriteGateOps):
                             sync=self.audit_recalls == "sync",
                             as_of=ctx.known_at,
                             seen=gated.seen(receipt.selected_ids),
+                            parsed=self._gate_cache.parsed(ctx.tenant, epoch),
                         )
                     )
                 except TransactionConflict:
