@@ -201,7 +201,8 @@ class MemoryStore(LineageOps, WriteGateOps):
     ) -> None:
         """A store over ``backend``. ``max_query_chars`` caps query text (``query_too_long``
         beyond it); ``gate_cache`` bounds the candidates whose derived verdicts are kept
-        between reads (``graphmem.gate_cache``; shared by every store over one backend).
+        between reads, and a tenth of it the records recalls parsed (``graphmem.gate_cache``;
+        shared by every store over one backend).
         ``audit_recalls``: every recall's audit event is appended off the read path within a
         moment (``True``; a crash may lose the last moment's events, a clean
         close none), before recall returns (``"sync"``), or not at all (``False``). Raises
