@@ -6,6 +6,11 @@ knowledge time stay in the intervals of the rows' time boundaries where they
 were derived: a write the backend counts (in any process) changes the token,
 so nothing changed is served. Bounded by the candidates held, oldest first out.
 
+Beside the verdicts it holds the records recalls returned, parsed, by tenant and
+fingerprint (``parsed``; a tenth of the bound in records): a recall reads each
+selected record's stored body again and reuses the record held for a body equal to
+the held one, instead of hashing and parsing it. Purges drop them with the verdicts.
+
 An operation that erases text purges its tenant's entries inside its write
 and again once it committed (``MemoryStore._send``). A read takes the tenant's
 ``epoch`` before its snapshot begins and keeps what it derived only if no purge
@@ -31,9 +36,9 @@ from collections.abc import Hashable
 from datetime import datetime
 
 from graphmem.gated import Verdicts
-from graphmem.model import GateProbe, GateRows
+from graphmem.model import GateProbe, GateRows, MemoryRecord
 
-__all__ = ["DEFAULT_CANDIDATES", "GateCache"]
+__all__ = ["DEFAULT_CANDIDATES", "GateCache", "HeldRecords"]
 
 DEFAULT_CANDIDATES = 50_000
 """How many candidates' verdicts a store keeps between reads by default."""
@@ -50,7 +55,10 @@ class GateCache:
 
     def __init__(self, max_candidates: int = DEFAULT_CANDIDATES) -> None:
         self.max_candidates = max_candidates
+        self.max_records = max_candidates // 10
         self._lock = threading.Lock()
+        # (tenant, fingerprint) -> (the body it hashes, the record parsed from it), oldest first.
+        self._records: OrderedDict[tuple[str, str], tuple[str, MemoryRecord]] = OrderedDict()
         self._held = 0
         self._entries: OrderedDict[tuple[str, Hashable], _Entry] = OrderedDict()
         self._epochs: dict[str, int] = {}  # tenant -> purges so far
@@ -159,6 +167,30 @@ class GateCache:
             self._entries[key] = (probe.token, boundaries, interval, verdicts)
             self._held += size
 
+    def parsed(self, tenant: str, epoch: int) -> HeldRecords:
+        """The records held for ``tenant`` as a read that took ``epoch`` before its snapshot
+        began may use them: what it parses is kept only if no purge came since."""
+        return HeldRecords(self, tenant, epoch)
+
+    def _parsed_get(self, tenant: str, fingerprint: str) -> tuple[str, MemoryRecord] | None:
+        key = (tenant, fingerprint)
+        with self._lock:
+            found = self._records.get(key)
+            if found is not None:
+                self._records.move_to_end(key)
+            return found
+
+    def _parsed_put(self, tenant: str, epoch: int, fingerprint: str, body: str, record: MemoryRecord) -> None:
+        if self.max_records <= 0:
+            return
+        with self._lock:
+            if self._epochs.get(tenant, 0) != epoch:  # purged since the read began: keep nothing
+                return
+            self._records[tenant, fingerprint] = (body, record)
+            self._records.move_to_end((tenant, fingerprint))
+            while len(self._records) > self.max_records:
+                self._records.popitem(last=False)
+
     def purge(self, tenants: set[str]) -> None:
         """Drop every entry of ``tenants`` and refuse what reads begun before now would keep."""
         if not tenants:
@@ -172,21 +204,46 @@ class GateCache:
             self._epochs[tenant] = self._epochs.get(tenant, 0) + 1
         for key in [k for k in self._entries if k[0] in tenants]:
             self._held -= len(self._entries.pop(key)[3].rows)
+        for held in [k for k in self._records if k[0] in tenants]:
+            del self._records[held]
 
     def clear(self) -> None:
         with self._lock:
             for tenant in {k[0] for k in self._entries}:
                 self._epochs[tenant] = self._epochs.get(tenant, 0) + 1
+            for tenant, _ in self._records:
+                self._epochs[tenant] = self._epochs.get(tenant, 0) + 1
             self._entries.clear()
+            self._records.clear()
             self._held = 0
 
     def texts(self, tenant: str | None = None) -> list[str]:
-        """Every survivor text held (of ``tenant``'s entries, if given): what an erase must
-        leave nowhere here."""
+        """Every survivor text and parsed record's body and content held (of ``tenant``'s,
+        if given): what an erase must leave nowhere here."""
         with self._lock:
             return [
                 doc[1]
                 for key, (*_, verdicts) in self._entries.items()
                 if tenant is None or key[0] == tenant
                 for doc in verdicts.corpus.docs.values()
+            ] + [
+                text
+                for key, (body, record) in self._records.items()
+                if tenant is None or key[0] == tenant
+                for text in (body, record.content)
             ]
+
+
+class HeldRecords:
+    """One tenant's parsed records in a ``GateCache``, for one read (``GateCache.parsed``)."""
+
+    __slots__ = ("_cache", "_epoch", "_tenant")
+
+    def __init__(self, cache: GateCache, tenant: str, epoch: int) -> None:
+        self._cache, self._tenant, self._epoch = cache, tenant, epoch
+
+    def get(self, fingerprint: str) -> tuple[str, MemoryRecord] | None:
+        return self._cache._parsed_get(self._tenant, fingerprint)
+
+    def put(self, fingerprint: str, body: str, record: MemoryRecord) -> None:
+        self._cache._parsed_put(self._tenant, self._epoch, fingerprint, body, record)

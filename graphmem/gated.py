@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import heapq
-from collections.abc import Iterable, Mapping, Sequence
+from bisect import bisect_left, bisect_right
+from collections.abc import ItemsView, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Protocol
@@ -29,6 +30,7 @@ __all__ = [
     "LIMITED",
     "Gated",
     "Outcomes",
+    "RankedOutcomes",
     "RowGate",
     "Verdicts",
     "ViewGate",
@@ -41,6 +43,67 @@ A survivor missing from it has the usual outcome, ``LIMITED``."""
 
 LIMITED = (False, DropReason.SELECTION_LIMIT, 0.0)
 """Not selected: scored zero and the selection was full."""
+
+
+def _negated_score(item: tuple[str, float]) -> float:
+    return -item[1]
+
+
+class RankedOutcomes(Mapping[str, tuple[bool, DropReason | None, float]]):
+    """The decision (selected, reason, score) on each ranked survivor, as ``Outcomes``, kept
+    as the ranking and where its parts end; a mapping by id only when asked as one.
+
+    In rank order: the first ``chosen`` are selected; the scored ones after them up to
+    ``matched`` were past the limit; those up to ``eligible`` scored zero (``LIMITED``, held
+    only with ``every``: receipts' digests take them as read); the rest scored below the
+    context's minimum."""
+
+    __slots__ = ("_by_id", "chosen", "eligible", "every", "matched", "ranked")
+
+    def __init__(self, ranked: list[tuple[str, float]], limit: int, min_score: float, every: bool) -> None:
+        # Scores are descending (and not negative), so those below the minimum form a
+        # suffix and, before it, those that scored zero.
+        self.ranked = ranked
+        self.eligible = bisect_right(ranked, -min_score, key=_negated_score)
+        self.chosen = min(limit, self.eligible)
+        self.matched = bisect_left(ranked, 0.0, lo=self.chosen, hi=self.eligible, key=_negated_score)
+        self.every = every
+        self._by_id: dict[str, tuple[bool, DropReason | None, float]] | None = None
+
+    def selected(self) -> list[tuple[str, float]]:
+        """(id, score) of the selected, in rank order."""
+        return self.ranked[: self.chosen]
+
+    def _outcomes(self) -> dict[str, tuple[bool, DropReason | None, float]]:
+        if self._by_id is not None:
+            return self._by_id
+        ranked, chosen, matched, eligible = self.ranked, self.chosen, self.matched, self.eligible
+        limit, below = DropReason.SELECTION_LIMIT, DropReason.BELOW_MIN_SCORE  # looked up once
+        by_id: dict[str, tuple[bool, DropReason | None, float]] = {
+            rid: (True, None, score) for rid, score in ranked[:chosen]
+        }
+        by_id.update((rid, (False, limit, s)) for rid, s in ranked[chosen:matched])
+        if self.every:
+            by_id.update((rid, LIMITED) for rid, _ in ranked[matched:eligible])
+        by_id.update((rid, (False, below, s)) for rid, s in ranked[eligible:])
+        self._by_id = by_id
+        return by_id
+
+    def __getitem__(self, rid: str) -> tuple[bool, DropReason | None, float]:
+        return self._outcomes()[rid]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._outcomes())
+
+    def __contains__(self, rid: object) -> bool:
+        return rid in self._outcomes()
+
+    def items(self) -> ItemsView[str, tuple[bool, DropReason | None, float]]:
+        return self._outcomes().items()
+
+    def __len__(self) -> int:
+        unscored = self.eligible - self.matched
+        return len(self.ranked) - (0 if self.every else unscored)
 
 
 class Gated(Protocol):
@@ -300,6 +363,8 @@ class ViewGate:
         # survivors whose outcome differs (the selected and the matched) are spliced in.
         v = self.verdicts
         _, usual, starts, places = v.digests()
+        if isinstance(outcomes, RankedOutcomes) and len(outcomes) * 8 > len(v.rows):
+            return self._ranked_digest(outcomes)
         if len(outcomes) * 8 > len(v.rows):
             # Many survivors scored: the usual fragments, each scored survivor's written over
             # (one past the limit as its prefix and its score: ``decision_fragment``'s text),
@@ -331,3 +396,24 @@ class ViewGate:
             done = starts[at + 1] - 1  # the fragment ends just before the next comma (or "]")
         digest.update(text[done:])
         return digest.hexdigest()
+
+    def _ranked_digest(self, outcomes: RankedOutcomes) -> str:
+        """``decisions_digest`` of many scored survivors, straight from the ranking's parts:
+        the usual fragments, each scored survivor's written over (``decision_fragment``'s
+        text), joined and hashed at once. Survivors that scored zero keep the usual one."""
+        v = self.verdicts
+        places = v.digests()[3]
+        usual_fragments, prefixes = v.usual_fragments()
+        fragments = list(usual_fragments)
+        ranked, rows = outcomes.ranked, v.rows
+        for rid, score in ranked[: outcomes.chosen]:
+            at = places[rid]
+            fragments[at] = decision_fragment(rows[at][1], True, None, score)
+        for rid, score in ranked[outcomes.chosen : outcomes.matched]:  # past the limit
+            at = places[rid]
+            fragments[at] = f"{prefixes[at]}{float(score)!r}]"
+        below = DropReason.BELOW_MIN_SCORE
+        for rid, score in ranked[outcomes.eligible :]:
+            at = places[rid]
+            fragments[at] = decision_fragment(rows[at][1], False, below, score)
+        return digest_of_fragments(fragments)

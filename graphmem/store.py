@@ -45,7 +45,7 @@ from graphmem.backends.base import (
 from graphmem.contracts import check_record
 from graphmem.errors import ConflictError, ContractViolation, LineageError, NotFound, TransactionConflict
 from graphmem.gate_cache import DEFAULT_CANDIDATES, GateCache
-from graphmem.gated import LIMITED, Gated, Verdicts, ViewGate
+from graphmem.gated import Gated, RankedOutcomes, Verdicts, ViewGate
 from graphmem.lineage import FORGOTTEN, support_count, support_ends
 from graphmem.lineage_ops import LineageOps
 from graphmem.model import (
@@ -123,31 +123,13 @@ def _check_no_cycle(group: list[MemoryRecord]) -> None:
             visit(record_id)
 
 
-def _outcomes(
-    ranked: list[tuple[str, float]], ctx: ReadContext, every: bool
-) -> dict[str, tuple[bool, DropReason | None, float]]:
+def _outcomes(ranked: list[tuple[str, float]], ctx: ReadContext, every: bool) -> RankedOutcomes:
     """The decision (selected, reason, score) on each ranked survivor, in rank order.
 
     Without ``every``, survivors past the limit that scored zero — the usual bulk,
     ``LIMITED`` — are left out: receipts' digests take them as read.
     """
-    # Scores are descending, so those below the minimum form a suffix.
-    eligible = len(ranked)
-    while eligible and ranked[eligible - 1][1] < ctx.min_score:
-        eligible -= 1
-    chosen = min(ctx.limit, eligible)
-    matched = chosen
-    while matched < eligible and ranked[matched][1] != 0.0:
-        matched += 1
-    outcomes: dict[str, tuple[bool, DropReason | None, float]] = {
-        rid: (True, None, score) for rid, score in ranked[:chosen]
-    }
-    limit, below = DropReason.SELECTION_LIMIT, DropReason.BELOW_MIN_SCORE  # looked up once
-    outcomes.update((rid, (False, limit, s)) for rid, s in ranked[chosen:matched])
-    if every:
-        outcomes.update((rid, LIMITED) for rid, _ in ranked[matched:eligible])
-    outcomes.update((rid, (False, below, s)) for rid, s in ranked[eligible:])
-    return outcomes
+    return RankedOutcomes(ranked, ctx.limit, ctx.min_score, every)
 
 
 _NEO4J_SCHEMES = frozenset({"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"})
@@ -219,7 +201,8 @@ class MemoryStore(LineageOps, WriteGateOps):
     ) -> None:
         """A store over ``backend``. ``max_query_chars`` caps query text (``query_too_long``
         beyond it); ``gate_cache`` bounds the candidates whose derived verdicts are kept
-        between reads (``graphmem.gate_cache``; shared by every store over one backend).
+        between reads, and a tenth of it the records recalls parsed (``graphmem.gate_cache``;
+        shared by every store over one backend).
         ``audit_recalls``: every recall's audit event is appended off the read path within a
         moment (``True``; a crash may lose the last moment's events, a clean
         close none), before recall returns (``"sync"``), or not at all (``False``). Raises
@@ -617,6 +600,7 @@ class MemoryStore(LineageOps, WriteGateOps):
                             sync=self.audit_recalls == "sync",
                             as_of=ctx.known_at,
                             seen=gated.seen(receipt.selected_ids),
+                            parsed=self._gate_cache.parsed(ctx.tenant, epoch),
                         )
                     )
                 except TransactionConflict:
@@ -680,7 +664,8 @@ class MemoryStore(LineageOps, WriteGateOps):
                 raise ContractViolation(problem, code="embedding_model_mismatch")
         ranked = gated.ranked(query, query_embedding)
         outcomes = _outcomes(ranked, ctx, every=explain)
-        selected_ids = [rid for rid, _ in ranked[: ctx.limit] if outcomes[rid][0]]
+        selected = outcomes.selected()
+        selected_ids = [rid for rid, _ in selected]
         receipt = build_receipt(
             ctx,
             query,
@@ -706,8 +691,8 @@ class MemoryStore(LineageOps, WriteGateOps):
             )
         else:
             decisions = tuple(
-                Decision.model_construct(record_id=i, selected=True, reason=None, score=outcomes[i][2])
-                for i in selected_ids
+                Decision.model_construct(record_id=i, selected=True, reason=None, score=score)
+                for i, score in selected
             )
         return receipt, decisions
 

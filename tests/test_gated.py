@@ -34,11 +34,11 @@ from graphmem import (
 )
 from graphmem.backends.embedded import EmbeddedBackend
 from graphmem.errors import GraphmemError
-from graphmem.gated import LIMITED, RowGate, Verdicts, ViewGate
+from graphmem.gated import LIMITED, RankedOutcomes, RowGate, Verdicts, ViewGate
 from graphmem.model import DropReason
 from graphmem.model.canonical import canonical_json
 from graphmem.model.gate import run_gate
-from graphmem.ranking import Prepared, cosine, rank, rank_prepared, rounded_column
+from graphmem.ranking import Document, Prepared, cosine, rank, rank_prepared, rounded_column
 from graphmem.receipts import candidates_digest, decision_fragment, decisions_digest, json_string
 from tests.conftest import KNOWN, T0, Clock
 
@@ -517,3 +517,49 @@ def test_reads_and_writes_from_many_threads_stay_consistent() -> None:
     view = store._gate_view(ctx)
     reference = run_gate(store.backend.candidates(ctx), ctx)
     assert view.candidates_digest() == RowGate(reference.verdicts, reference.survivors).candidates_digest()
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    scores=st.lists(
+        st.one_of(st.just(0.0), st.floats(0.0, 1.0).map(lambda s: round(s, 9))), min_size=0, max_size=60
+    ),
+    dropped=st.integers(0, 10),
+    limit=st.integers(1, 12),
+    min_score=st.one_of(st.just(0.0), st.floats(0.0, 1.0)),
+    every=st.booleans(),
+)
+def test_ranked_outcomes_equal_the_decisions_they_stand_for(
+    scores: list[float], dropped: int, limit: int, min_score: float, every: bool
+) -> None:
+    """The ranking's parts give each survivor the decision SPEC §3 gives it, and the view's
+    digest straight from them is the canonical JSON digest of every decision."""
+    ranked = sorted(((f"r{i:03d}", s) for i, s in enumerate(scores)), key=lambda x: (-x[1], x[0]))
+    eligible = sum(1 for _, s in ranked if s >= min_score)
+    chosen = min(limit, eligible)
+    expected: dict[str, tuple[bool, DropReason | None, float]] = {}
+    for i, (rid, s) in enumerate(ranked):
+        if s < min_score:
+            expected[rid] = (False, DropReason.BELOW_MIN_SCORE, s)
+        elif i < chosen:
+            expected[rid] = (True, None, s)
+        elif s != 0.0:
+            expected[rid] = (False, DropReason.SELECTION_LIMIT, s)
+        elif every:
+            expected[rid] = LIMITED
+    outcomes = RankedOutcomes(ranked, limit, min_score, every)
+    assert dict(outcomes) == expected
+    assert len(outcomes) == len(expected)
+    assert outcomes.selected() == [(rid, s) for rid, s in ranked if expected.get(rid, LIMITED)[0]]
+    verdicts = [(rid, "ab" * 32, None) for rid, _ in ranked]
+    verdicts += [(f"d{i}", "cd" * 32, DropReason.EXPIRED) for i in range(dropped)]
+    survivors: list[Document] = [(rid, "", 0.0, None) for rid, _ in ranked]
+    view = ViewGate(Verdicts.of_rows(verdicts, survivors))
+    every_decision = [
+        (rid, False, reason, None) if reason is not None else (rid, *expected.get(rid, LIMITED))
+        for rid, _, reason in verdicts
+    ]
+    digest = decisions_digest(every_decision)
+    assert view.decisions_digest(outcomes) == digest
+    assert view.decisions_digest(expected) == digest
+    assert RowGate(list(verdicts), survivors).decisions_digest(outcomes) == digest

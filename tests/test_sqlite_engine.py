@@ -153,6 +153,29 @@ def test_the_cli_reports_corruption_in_one_line(tmp_path: Path, tenant: str) -> 
     assert result.exception.code == "store_corrupt"
 
 
+def test_a_body_damaged_after_a_recall_parsed_it_is_refused(tmp_path: Path, tenant: str) -> None:
+    """A recall reuses the record it parsed before only for the very body it parsed: a stored
+    body changed since (its fingerprint left alone) is refused as before."""
+    path = tmp_path / "memdir"
+    _filled(path, tenant, 5)
+    ctx = ReadContext(as_of=KNOWN, tenant=tenant, scopes=["case:c1"], now=T0.replace(day=2))
+    with MemoryStore.embedded(path, audit_recalls=False) as store:
+        # The first read of the tenant purges what its erasure count may not cover: it keeps nothing.
+        store.recall(ctx, "payment 3")
+        first = store.recall(ctx, "payment 3")
+        again = store.recall(ctx, "payment 3")
+        assert "r3" in first.ids
+        assert again.records == first.records
+        assert again.records[0] is first.records[0]  # parsed once, reused
+        conn = sqlite3.connect(path / DB_NAME)
+        with conn:
+            conn.execute("UPDATE records SET body = replace(body, 'payment 3', 'payment 8') WHERE id = 'r3'")
+        conn.close()
+        with pytest.raises(BackendUnavailable) as err:
+            store.recall(ctx, "payment 3")
+        assert err.value.code == "store_corrupt"
+
+
 # -- graphmem check ---------------------------------------------------------------
 
 

@@ -33,6 +33,7 @@ __all__ = [
     "AppendAudit",
     "Backend",
     "Op",
+    "ParsedRecords",
     "PriorVersion",
     "PutRecord",
     "RelateScopes",
@@ -40,6 +41,21 @@ __all__ = [
     "UpdateRecord",
     "erased_tenants",
 ]
+
+
+class ParsedRecords(Protocol):
+    """Records parsed by earlier reads of one tenant, by fingerprint (the SHA-256 of the
+    stored body): ``recalled`` may return the one held for a row whose body is exactly the
+    held body (so the row still hashes to its fingerprint) instead of hashing and parsing
+    it again."""
+
+    def get(self, fingerprint: str) -> tuple[str, MemoryRecord] | None:
+        """(body, record) held for ``fingerprint``, or None."""
+        ...
+
+    def put(self, fingerprint: str, body: str, record: MemoryRecord) -> None:
+        """Hold ``record``, parsed from ``body``, which hashes to ``fingerprint``."""
+        ...
 
 
 class PriorVersion(GraphmemModel):
@@ -238,6 +254,7 @@ class Backend(Protocol):
         sync: bool = False,
         as_of: datetime | None = None,
         seen: Mapping[str, tuple[str, str | None]] | None = None,
+        parsed: ParsedRecords | None = None,
     ) -> list[MemoryRecord]:
         """``get_many`` of a recall's selection, each record as the store held it at the
         knowledge time ``as_of`` (its kept version when a later overwrite replaced it; today's
@@ -246,7 +263,9 @@ class Backend(Protocol):
         appended before this returns, in a write of its own once the read has ended.
         ``seen``: record id → (fingerprint, state) as the gate's rows reported them; a
         backend whose reads are not one snapshot raises ``TransactionConflict`` for a
-        record no longer in that state."""
+        record no longer in that state. ``parsed``: records the store parsed before, which a
+        backend that reads each selected row's body may reuse for a row whose body is the
+        held one (a damaged body is refused all the same)."""
         ...
 
     def all_records(self, tenant: str) -> list[MemoryRecord]: ...

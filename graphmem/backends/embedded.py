@@ -28,6 +28,7 @@ from graphmem.backends.base import (
     LineageEdgeRow,
     Op,
     ParentState,
+    ParsedRecords,
     PutRecord,
     RelateScopes,
     ScopeWithin,
@@ -593,14 +594,24 @@ class EmbeddedBackend:
 
     # -- records ------------------------------------------------------------
 
-    def _records_of(self, rows: Iterable[tuple[str, str]]) -> list[MemoryRecord]:
+    def _records_of(
+        self, rows: Iterable[tuple[str, str]], parsed: ParsedRecords | None = None
+    ) -> list[MemoryRecord]:
         """Records from (body, fingerprint) rows: a body that no longer hashes to its fingerprint
-        was damaged on disk, and is refused rather than returned."""
+        was damaged on disk, and is refused rather than returned. A body equal to the one
+        ``parsed`` holds for its fingerprint hashes to it: its record is reused."""
         out: list[MemoryRecord] = []
         for body, fingerprint in rows:
+            held = None if parsed is None else parsed.get(fingerprint)
+            if held is not None and held[0] == body:
+                out.append(held[1])
+                continue
             if sha256(body) != fingerprint:
                 raise corrupt_error(str(self.engine.path), ValueError("a record's bytes changed on disk"))
-            out.append(_read_record(body))
+            record = _read_record(body)
+            if parsed is not None:
+                parsed.put(fingerprint, body, record)
+            out.append(record)
         return out
 
     def get(self, tenant: str, record_id: str) -> MemoryRecord | None:
@@ -611,7 +622,9 @@ class EmbeddedBackend:
         found = self._by_ids(tenant, record_ids)
         return [found[i] for i in record_ids if i in found]
 
-    def _by_ids(self, tenant: str, record_ids: Sequence[str]) -> dict[str, MemoryRecord]:
+    def _by_ids(
+        self, tenant: str, record_ids: Sequence[str], parsed: ParsedRecords | None = None
+    ) -> dict[str, MemoryRecord]:
         found: dict[str, MemoryRecord] = {}
         ids = list(dict.fromkeys(record_ids))
         with self._read() as conn:
@@ -621,7 +634,8 @@ class EmbeddedBackend:
                     conn.execute(
                         f"{_BODY} WHERE tenant = ? AND id IN ({_marks(len(chunk))})",
                         (tenant, *chunk),
-                    )
+                    ),
+                    parsed,
                 ):
                     found[record.id] = record
         return found
@@ -1019,9 +1033,11 @@ class EmbeddedBackend:
         sync: bool = False,
         as_of: datetime | None = None,
         seen: Mapping[str, tuple[str, str | None]] | None = None,
+        parsed: ParsedRecords | None = None,
     ) -> list[MemoryRecord]:
         # One snapshot with the gate's rows: every record is in the state the gate saw.
-        records = self.get_many(tenant, record_ids)
+        found = self._by_ids(tenant, record_ids, parsed)
+        records = [found[i] for i in record_ids if i in found]
         if as_of is not None and records:
             records = self._as_of(tenant, records, as_of)
         if audit is not None:

@@ -33,6 +33,7 @@ from graphmem.backends.base import (
     LineageEdgeRow,
     Op,
     ParentState,
+    ParsedRecords,
     PutRecord,
     RelateScopes,
     ScopeWithin,
@@ -882,6 +883,7 @@ class Neo4jBackend:
         sync: bool = False,
         as_of: datetime | None = None,
         seen: Mapping[str, tuple[str, str | None]] | None = None,
+        parsed: ParsedRecords | None = None,
     ) -> list[MemoryRecord]:
         """The selected records as of ``as_of`` (the version kept after it, where a later
         overwrite replaced one), read in read access mode; the recall's audit event is
@@ -893,6 +895,7 @@ class Neo4jBackend:
         ``TransactionConflict``, appending nothing, when one of those no longer has
         the fingerprint the gate saw (forgotten or changed since): the caller gates
         again, so a recall never returns a record in a state its gate did not pass.
+        ``parsed`` is not used: the document cache holds what this backend parsed.
         """
         seen = seen or {}
         held = self._docs.records(tenant, ((rid, seen[rid][0]) for rid in record_ids if rid in seen))
