@@ -74,6 +74,14 @@ class RankedOutcomes(Mapping[str, tuple[bool, DropReason | None, float]]):
         """(id, score) of the selected, in rank order."""
         return self.ranked[: self.chosen]
 
+    def scored(self) -> Iterator[tuple[str, tuple[bool, DropReason | None, float]]]:
+        """(id, outcome) of every survivor but those that scored zero past the limit."""
+        ranked, chosen, matched, eligible = self.ranked, self.chosen, self.matched, self.eligible
+        limit, below = DropReason.SELECTION_LIMIT, DropReason.BELOW_MIN_SCORE
+        yield from ((rid, (True, None, score)) for rid, score in ranked[:chosen])
+        yield from ((rid, (False, limit, score)) for rid, score in ranked[chosen:matched])
+        yield from ((rid, (False, below, score)) for rid, score in ranked[eligible:])
+
     def _outcomes(self) -> dict[str, tuple[bool, DropReason | None, float]]:
         if self._by_id is not None:
             return self._by_id
@@ -363,22 +371,12 @@ class ViewGate:
         # survivors whose outcome differs (the selected and the matched) are spliced in.
         v = self.verdicts
         _, usual, starts, places = v.digests()
-        if isinstance(outcomes, RankedOutcomes) and len(outcomes) * 8 > len(v.rows):
-            return self._ranked_digest(outcomes)
         if len(outcomes) * 8 > len(v.rows):
-            # Many survivors scored: the usual fragments, each scored survivor's written over
-            # (one past the limit as its prefix and its score: ``decision_fragment``'s text),
-            # joined and hashed at once, cheaper than as many splices.
-            usual_fragments, prefixes = v.usual_fragments()
-            fragments = list(usual_fragments)
-            limit = DropReason.SELECTION_LIMIT
-            for rid, (selected, reason, score) in outcomes.items():
-                at = places[rid]
-                if reason is limit and not selected and score is not None:
-                    fragments[at] = f"{prefixes[at]}{float(score)!r}]"
-                else:
-                    fragments[at] = decision_fragment(v.rows[at][1], selected, reason, score)
-            return digest_of_fragments(fragments)
+            # Many survivors scored: the usual fragments, each scored survivor's written over,
+            # joined and hashed at once, cheaper than as many splices. Ranked outcomes give
+            # their scored parts without a mapping by id.
+            scored = outcomes.scored() if isinstance(outcomes, RankedOutcomes) else outcomes.items()
+            return self._overwritten_digest(scored)
         changed: list[tuple[int, bytes]] = []
         for rid, outcome in outcomes.items():
             at = places[rid]
@@ -397,23 +395,20 @@ class ViewGate:
         digest.update(text[done:])
         return digest.hexdigest()
 
-    def _ranked_digest(self, outcomes: RankedOutcomes) -> str:
-        """``decisions_digest`` of many scored survivors, straight from the ranking's parts:
-        the usual fragments, each scored survivor's written over (``decision_fragment``'s
-        text), joined and hashed at once. Survivors that scored zero keep the usual one."""
+    def _overwritten_digest(
+        self, scored: Iterable[tuple[str, tuple[bool, DropReason | None, float | None]]]
+    ) -> str:
+        """``decisions_digest`` from the usual fragments, each of ``scored``'s written over (one
+        past the limit as its prefix and its score: ``decision_fragment``'s text)."""
         v = self.verdicts
         places = v.digests()[3]
         usual_fragments, prefixes = v.usual_fragments()
         fragments = list(usual_fragments)
-        ranked, rows = outcomes.ranked, v.rows
-        for rid, score in ranked[: outcomes.chosen]:
+        rows, limit = v.rows, DropReason.SELECTION_LIMIT
+        for rid, (selected, reason, score) in scored:
             at = places[rid]
-            fragments[at] = decision_fragment(rows[at][1], True, None, score)
-        for rid, score in ranked[outcomes.chosen : outcomes.matched]:  # past the limit
-            at = places[rid]
-            fragments[at] = f"{prefixes[at]}{float(score)!r}]"
-        below = DropReason.BELOW_MIN_SCORE
-        for rid, score in ranked[outcomes.eligible :]:
-            at = places[rid]
-            fragments[at] = decision_fragment(rows[at][1], False, below, score)
+            if reason is limit and not selected and score is not None:
+                fragments[at] = f"{prefixes[at]}{float(score)!r}]"
+            else:
+                fragments[at] = decision_fragment(rows[at][1], selected, reason, score)
         return digest_of_fragments(fragments)

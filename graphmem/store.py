@@ -123,15 +123,6 @@ def _check_no_cycle(group: list[MemoryRecord]) -> None:
             visit(record_id)
 
 
-def _outcomes(ranked: list[tuple[str, float]], ctx: ReadContext, every: bool) -> RankedOutcomes:
-    """The decision (selected, reason, score) on each ranked survivor, in rank order.
-
-    Without ``every``, survivors past the limit that scored zero — the usual bulk,
-    ``LIMITED`` — are left out: receipts' digests take them as read.
-    """
-    return RankedOutcomes(ranked, ctx.limit, ctx.min_score, every)
-
-
 _NEO4J_SCHEMES = frozenset({"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"})
 _STORE_OPTIONS = ("clock", "min_support", "write_policy", "audit_recalls", "max_query_chars", "gate_cache")
 
@@ -663,7 +654,9 @@ class MemoryStore(LineageOps, WriteGateOps):
             if problem is not None:
                 raise ContractViolation(problem, code="embedding_model_mismatch")
         ranked = gated.ranked(query, query_embedding)
-        outcomes = _outcomes(ranked, ctx, every=explain)
+        # Without explain, survivors past the limit that scored zero (LIMITED) are left out:
+        # receipts' digests take them as read.
+        outcomes = RankedOutcomes(ranked, ctx.limit, ctx.min_score, every=explain)
         selected = outcomes.selected()
         selected_ids = [rid for rid, _ in selected]
         receipt = build_receipt(
@@ -709,7 +702,7 @@ class MemoryStore(LineageOps, WriteGateOps):
         if found[1] is not None:
             return Decision(record_id=record_id, selected=False, reason=found[1])
         ranked = self._gate_view(ctx).ranked(query, None)
-        outcome = _outcomes(ranked, ctx, every=True).get(record_id)
+        outcome = RankedOutcomes(ranked, ctx.limit, ctx.min_score, every=True).get(record_id)
         if outcome is None:
             raise NotFound(f"record {record_id!r} changed while it was explained; ask again")
         return Decision(record_id=record_id, selected=outcome[0], reason=outcome[1], score=outcome[2])
