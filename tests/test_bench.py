@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import neo4j
 import pytest
@@ -18,6 +20,7 @@ from click.testing import CliRunner
 from graphmem import MemoryStore
 from graphmem.backends.neo4j import Neo4jBackend
 from graphmem.bench import BenchConfig, attach_target, recall_workload, run_bench, run_size, to_markdown
+from graphmem.bench.core import synthetic_records
 from graphmem.bench.plot import plot
 from graphmem.bench.workloads import explain_workload, forget_source_workload, forget_workload, load_main
 from graphmem.cli import cli
@@ -118,6 +121,38 @@ def test_every_workload_of_the_backend_ran(bench_rows: dict[str, dict[str, Any]]
             assert latency["throughput_per_s"] > 0
     assert bench_rows["ingest"]["records_loaded"] == 300
     assert bench_rows["ingest"]["records_per_s"] > 0
+
+
+def test_ingest_carries_its_floor_on_the_embedded_store(bench_rows: dict[str, dict[str, Any]]) -> None:
+    ingest = bench_rows["ingest"]
+    if ingest["backend"] != "embedded":  # the floor is a SQLite file beside the store's
+        assert "floor" not in ingest
+        return
+    floor = ingest["floor"]
+    assert floor["seconds"] > 0
+    assert floor["records_per_s"] > 0
+    assert ingest["ratio_to_floor"] > 0
+
+
+def test_the_ingest_floor_writes_every_body_and_leaves_no_file(tmp_path: Path) -> None:
+    from graphmem.bench.engine import ingest_floor
+
+    with MemoryStore.embedded(tmp_path / "store") as store:
+        records = list(synthetic_records("floor", 30, 3))
+        written: list[int] = []
+        real_connect = sqlite3.connect
+
+        def counting(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+            conn = real_connect(*args, **kwargs)
+            written.append(0)
+            conn.set_trace_callback(lambda sql: sql.startswith("INSERT INTO bodies") and written.append(1))
+            return conn
+
+        with mock.patch("graphmem.bench.engine.sqlite3.connect", counting):
+            assert ingest_floor(store, records, 7) > 0
+        assert sum(written) == 30  # every body, one insert each, in batches of 7
+        left = [p.name for p in (tmp_path / "store").iterdir() if p.name.startswith("graphmem-floor-")]
+        assert left == []
 
 
 def test_recalls_equal_the_oracle(bench_rows: dict[str, dict[str, Any]]) -> None:

@@ -7,20 +7,26 @@ loaded counts; the writer is another process writing batches to its own tenant.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import random
+import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from graphmem.backends.sql import sql
 from graphmem.backends.sqlite_engine import CONNECTION_PRAGMAS
 from graphmem.bench.core import Latency, measure
+from graphmem.model import MemoryRecord
 from graphmem.store import MemoryStore
 
-__all__ = ["open_workload", "reader_beside_writer", "recall_floor", "sqlite_key_floors"]
+__all__ = ["ingest_floor", "open_workload", "reader_beside_writer", "recall_floor", "sqlite_key_floors"]
 
 _OPEN_PROBE = r"""
 import json, sys, time
@@ -171,15 +177,10 @@ def recall_floor(store: MemoryStore, tenant: str, scopes: list[str], repeats: in
         return measure(seek, repeats, warmup=3)
 
 
-def sqlite_key_floors(store: MemoryStore, size: int, repeats: int) -> tuple[list[float], list[float]]:
-    """Milliseconds of a bare SQLite key seek and of one durable commit of one row (WAL,
-    ``synchronous=FULL`` and the store's other pragmas) over ``size`` keys, in a scratch
-    database in the store's directory."""
-    import os
-    import random
-    import sqlite3
-    import tempfile
-
+@contextlib.contextmanager
+def _scratch_db(store: MemoryStore) -> Iterator[sqlite3.Connection]:
+    """A scratch database with the bench's bare tables, in the store's directory, with
+    the store's connection settings (WAL, ``synchronous=FULL``, secure delete); removed after."""
     engine = getattr(store.backend, "engine", None)
     where = str(engine.path.parent) if engine is not None and engine.path is not None else None
     directory = tempfile.mkdtemp(prefix="graphmem-floor-", dir=where)
@@ -191,7 +192,20 @@ def sqlite_key_floors(store: MemoryStore, size: int, repeats: int) -> tuple[list
             conn.execute(pragma)
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = FULL")
-        conn.execute(sql("bench_floor"))
+        conn.executescript(sql("bench_floor"))
+        yield conn
+    finally:
+        conn.close()
+        for name in os.listdir(directory):
+            os.remove(os.path.join(directory, name))
+        os.rmdir(directory)
+
+
+def sqlite_key_floors(store: MemoryStore, size: int, repeats: int) -> tuple[list[float], list[float]]:
+    """Milliseconds of a bare SQLite key seek and of one durable commit of one row (WAL,
+    ``synchronous=FULL`` and the store's other pragmas) over ``size`` keys, in a scratch
+    database in the store's directory."""
+    with _scratch_db(store) as conn:
         conn.execute("BEGIN")
         conn.executemany("INSERT INTO kv VALUES (?, ?)", [(f"k{i}", "x" * 200) for i in range(size)])
         conn.execute("COMMIT")
@@ -209,8 +223,19 @@ def sqlite_key_floors(store: MemoryStore, size: int, repeats: int) -> tuple[list
             conn.execute("COMMIT")
             put_ms.append((time.perf_counter() - start) * 1000.0)
         return get_ms, put_ms
-    finally:
-        conn.close()
-        for name in os.listdir(directory):
-            os.remove(os.path.join(directory, name))
-        os.rmdir(directory)
+
+
+def ingest_floor(store: MemoryStore, records: Sequence[MemoryRecord], batch: int) -> float:
+    """Seconds to write ``records``' ids and JSON bodies alone, in batches of ``batch`` (a durable
+    transaction each, the store's pragmas) appended to a table with no index: what any store
+    of these records pays to get their bytes to disk. The bodies are made outside the clock."""
+    spent = 0.0
+    with _scratch_db(store) as conn:
+        for i in range(0, len(records), batch):
+            rows = [(r.id, r.model_dump_json()) for r in records[i : i + batch]]
+            start = time.perf_counter()
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany("INSERT INTO bodies VALUES (?, ?)", rows)
+            conn.execute("COMMIT")
+            spent += time.perf_counter() - start
+    return spent
