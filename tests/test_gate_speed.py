@@ -734,7 +734,9 @@ _ANY_TEXT = st.text(
     max_size=120,
 )
 _LANGUAGE_TEXT = st.one_of(_mixed, _cue_text, _ANY_TEXT, st.tuples(_cue_text, _ANY_TEXT).map("".join))
-needs_engine = pytest.mark.skipif(not engine_mod.available(), reason="Hyperscan (graphmem[fast]) is not installed")
+needs_engine = pytest.mark.skipif(
+    not engine_mod.available(), reason="Hyperscan (graphmem[fast]) is not installed"
+)
 
 
 @needs_engine

@@ -23,6 +23,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+_hs: Any
 try:  # an optional extra: graphmem[fast]
     import hyperscan as _hs
 except ImportError:  # pragma: no cover - exercised where the extra is not installed
