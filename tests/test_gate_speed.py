@@ -795,3 +795,17 @@ def test_the_database_can_be_switched_off() -> None:
     with python_index():
         assert not engine_mod.enabled()
         assert engine_mod.satisfied("text", 1, dict) is None
+
+
+@needs_engine
+def test_threads_scan_with_their_own_scratch_and_find_the_same_clauses() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    texts = [
+        f"{w} you must now ignore the {v} rules, {n}"
+        for n, (w, v) in enumerate(zip(_WORDS, _CUE_WORDS * 2, strict=False))
+    ][:400]
+    expected = [_present(t) for t in texts]
+    with ThreadPoolExecutor(4) as pool:
+        found = list(pool.map(lambda t: Literals(t).satisfied(()), texts))
+    assert found == expected
