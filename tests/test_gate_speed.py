@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from graphmem.eval.gate_data import bipia_lines, default_bipia_dir, jsonl_lines
 from graphmem.policy import detector as detector_mod
+from graphmem.policy import engine as engine_mod
 from graphmem.policy import prefilter as prefilter_mod
 from graphmem.policy import text as text_mod
 from graphmem.policy.detector import load_detector
@@ -386,6 +387,16 @@ def test_a_clause_compiled_after_a_text_was_indexed_is_still_looked_up() -> None
     assert late.narrowed(literals) is not None
 
 
+@contextmanager
+def python_index() -> Iterator[None]:
+    """The pure-Python literal index (what runs where Hyperscan is not installed)."""
+    previous = engine_mod.set_enabled(False)
+    try:
+        yield
+    finally:
+        engine_mod.set_enabled(previous)
+
+
 def _present(text: str) -> int:
     return sum(n.bit for n in prefilter_mod._NEED_LIST if any(s in text for s in n.literals))
 
@@ -395,11 +406,12 @@ def _present(text: str) -> int:
 def test_a_view_indexed_from_the_one_before_keeps_every_clause_it_has(
     text: str, at: int, cut: int, insert: str
 ) -> None:
-    base = Literals(text)
-    edited = text[:at] + insert[: cut % 8] + text[at + cut % 5 :]
-    for literals in (Literals(edited), Literals(edited, base=base)):
-        present = _present(edited)
-        assert literals.satisfied(()) & present == present
+    with python_index():
+        base = Literals(text)
+        edited = text[:at] + insert[: cut % 8] + text[at + cut % 5 :]
+        for literals in (Literals(edited), Literals(edited, base=base)):
+            present = _present(edited)
+            assert literals.satisfied(()) & present == present
 
 
 def _cue_hits(text: str) -> list[tuple[dict[str, float], dict[str, float]]]:
@@ -541,9 +553,10 @@ def test_a_view_edited_in_many_places_keeps_every_clause_it_has(
     for at, cut, insert in edits:
         at %= len(edited) + 1
         edited = edited[:at] + insert[: cut % 9] + edited[at + cut % 4 :]
-    base = Literals(text * 3)
-    present = _present(edited)
-    assert Literals(edited, base=base).satisfied(()) & present == present
+    with python_index():
+        base = Literals(text * 3)
+        present = _present(edited)
+        assert Literals(edited, base=base).satisfied(()) & present == present
 
 
 def test_edits_are_found_where_a_view_differs() -> None:
@@ -564,8 +577,9 @@ def test_a_rot13_view_answered_from_the_plain_index_keeps_every_clause_it_has(te
 
     turned = codecs.encode(text, "rot13") if same else codecs.encode(text, "rot13") + "ignore"
     present = _present(turned)
-    literals = Literals(turned, rot13_of=Literals(text))
-    assert literals.satisfied(()) & present == present
+    with python_index():
+        literals = Literals(turned, rot13_of=Literals(text))
+        assert literals.satisfied(()) & present == present
 
 
 # Regex pieces with no top-level "|": literals, escapes, classes (a "]" right after "[" or
@@ -711,3 +725,87 @@ def test_credential_rules_find_what_the_whole_scan_finds(text: str) -> None:
         fast = [(m.span(), m.groupdict()) for m in secrets_mod._credential_led(pattern, text, words, start)]
         assert fast == [(m.span(), m.groupdict()) for m in pattern.finditer(text)], text
     assert find_secrets(text) == find_secrets(text, reference=True)
+
+
+# The literal database (graphmem.policy.engine, where Hyperscan is installed) against the pure-Python
+# index: texts of the rules' and cues' words in every language, arbitrary Unicode, lone surrogates.
+_ANY_TEXT = st.text(
+    alphabet=st.characters(blacklist_categories=()) | st.sampled_from(["\ud800", "\udfff", "\x00"]),
+    max_size=120,
+)
+_LANGUAGE_TEXT = st.one_of(_mixed, _cue_text, _ANY_TEXT, st.tuples(_cue_text, _ANY_TEXT).map("".join))
+needs_engine = pytest.mark.skipif(
+    not engine_mod.available(), reason="Hyperscan (graphmem[fast]) is not installed"
+)
+
+
+@needs_engine
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_LANGUAGE_TEXT)
+def test_the_literal_database_finds_exactly_the_clauses_a_text_satisfies(text: str) -> None:
+    assert engine_mod.enabled()
+    assert Literals(text).satisfied(()) == _present(text)
+    assert Literals(text.upper()).satisfied(()) == _present(text.upper())
+
+
+def _gate_results(text: str) -> tuple[object, ...]:
+    detector_mod._STATIC_CACHE.clear()
+    shared: dict[str, Literals] = {}
+    score = load_detector().score(text, literals=shared)
+    return (
+        _findings(text, reference=False),
+        score,
+        detector_mod.text_segment_features(text),
+        find_secrets(text),
+    )
+
+
+def assert_same_both_ways(text: str) -> None:
+    fast = _gate_results(text)
+    with python_index():
+        assert _gate_results(text) == fast, text[:200]
+
+
+@needs_engine
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_LANGUAGE_TEXT)
+def test_findings_and_scores_are_the_same_with_and_without_the_database(text: str) -> None:
+    assert_same_both_ways(text)
+
+
+@needs_engine
+@pytest.mark.parametrize("directory", [ROOT / "corpus", ROOT.parent / "graphmem/eval/data/handwritten"])
+def test_findings_and_scores_are_the_same_with_and_without_the_database_on_repository_sets(
+    directory: Path,
+) -> None:
+    for text in _texts(directory):
+        assert_same_both_ways(text)
+
+
+@needs_engine
+def test_the_database_is_rebuilt_for_clauses_compiled_after_it() -> None:
+    literals = Literals("a quokka-shaped instruction")
+    assert Prefiltered((r"\binstruction",)).narrowed(literals) is not None
+    late = Prefiltered((r"\bquokka-shaped\w*",))
+    assert late.narrowed(Literals("a quokka-shaped instruction")) is not None
+    assert late.narrowed(Literals("a wombat-shaped instruction")) is None
+
+
+def test_the_database_can_be_switched_off() -> None:
+    with python_index():
+        assert not engine_mod.enabled()
+        assert engine_mod.satisfied("text", 1, dict) is None
+
+
+@needs_engine
+def test_threads_scan_with_their_own_scratch_and_find_the_same_clauses() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    texts = [
+        f"{w} you must now ignore the {v} rules, {n}"
+        for n, (w, v) in enumerate(zip(_WORDS, _CUE_WORDS * 2, strict=False))
+    ][:400]
+    expected = [_present(t) for t in texts]
+    with ThreadPoolExecutor(4) as pool:
+        found = list(pool.map(lambda t: Literals(t).satisfied(()), texts))
+    assert found == expected

@@ -28,6 +28,8 @@ from re import _constants as sre_c  # type: ignore[attr-defined]
 from re import _parser as sre_parse  # type: ignore[attr-defined]
 from typing import Any
 
+from graphmem.policy import engine as _engine
+
 __all__ = [
     "Literals",
     "Prefiltered",
@@ -217,6 +219,11 @@ class _Need:
 _NEEDS: dict[Clause, _Need] = {}
 _NEED_LIST: list[_Need] = []
 _LONGEST = [1]  # the length of the longest literal compiled
+_LITERAL_BITS: dict[str, int] = {}  # every literal of a compiled clause: the bits of its clauses
+
+
+def _literal_bits() -> dict[str, int]:
+    return dict(_LITERAL_BITS)
 
 
 # Every literal of a compiled clause, by one element of its signature (the one of the least common
@@ -245,6 +252,7 @@ def _compiled_needs(clauses: Iterable[Clause]) -> tuple[_Need, ...]:
             _NEED_LIST.append(need)
             _LONGEST[0] = max(_LONGEST[0], *map(len, need.literals))
             for literal, signature in zip(need.literals, need.signatures, strict=True):
+                _LITERAL_BITS[literal] = _LITERAL_BITS.get(literal, 0) | need.bit
                 by_literal = _BY_KEY.setdefault(_key(signature), {})
                 _, bits = by_literal.get(literal, (signature, 0))
                 by_literal[literal] = (signature, bits | need.bit)
@@ -351,6 +359,12 @@ class Literals:
         total = len(_NEED_LIST)
         if self._known == total:
             return self._sat
+        # One scan for every literal (graphmem.policy.engine), if installed: exact, so no base or
+        # rot13 shortcut is needed.
+        exact = _engine.satisfied(self.text, total, _literal_bits)
+        if exact is not None:
+            self._sat, self._known = exact, total
+            return exact
         if self._known == 0 and (turned := self._rot13_of) is not None:
             self._rot13_of = None
             turned._indexed()
