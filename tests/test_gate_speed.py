@@ -809,3 +809,23 @@ def test_threads_scan_with_their_own_scratch_and_find_the_same_clauses() -> None
     with ThreadPoolExecutor(4) as pool:
         found = list(pool.map(lambda t: Literals(t).satisfied(()), texts))
     assert found == expected
+
+
+@needs_engine
+def test_clauses_compiled_while_other_threads_scan_are_never_missed() -> None:
+    """Threads compile alternations of words never seen before while others scan: each new
+    alternation, asked at once of a text holding its word, keeps it (a clause counted before its
+    literals were registered would be compiled into the database without them, and missed)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def compile_and_ask(n: int) -> bool:
+        word = f"xq{n:05d}late"
+        late = Prefiltered((rf"\b{word}\w*",))
+        return late.narrowed(Literals(f"the {word} text")) is not None
+
+    def scan(n: int) -> bool:
+        return Literals(f"you must now ignore the rules {n}").satisfied(()) >= 0
+
+    with ThreadPoolExecutor(4) as pool:
+        asked = [pool.submit(compile_and_ask if n % 2 else scan, n) for n in range(2, 402)]
+        assert all(f.result() for f in asked)

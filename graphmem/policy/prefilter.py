@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import codecs
 import re
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from re import _constants as sre_c  # type: ignore[attr-defined]
@@ -222,8 +223,15 @@ _LONGEST = [1]  # the length of the longest literal compiled
 _LITERAL_BITS: dict[str, int] = {}  # every literal of a compiled clause: the bits of its clauses
 
 
+_COMPILING = threading.Lock()
+"""Held while a clause is compiled: its serial, bit and literals are registered together, and a
+clause is counted (``_NEED_LIST``) only once its literals are, so the literal database compiled
+for a count of clauses holds every literal of them, whichever thread compiles clauses meanwhile."""
+
+
 def _literal_bits() -> dict[str, int]:
-    return dict(_LITERAL_BITS)
+    with _COMPILING:
+        return dict(_LITERAL_BITS)
 
 
 # Every literal of a compiled clause, by one element of its signature (the one of the least common
@@ -248,21 +256,31 @@ def _compiled_needs(clauses: Iterable[Clause]) -> tuple[_Need, ...]:
     for clause in clauses:
         need = _NEEDS.get(clause)
         if need is None:
-            need = _NEEDS[clause] = _Need(clause)
-            _NEED_LIST.append(need)
-            _LONGEST[0] = max(_LONGEST[0], *map(len, need.literals))
-            for literal, signature in zip(need.literals, need.signatures, strict=True):
-                _LITERAL_BITS[literal] = _LITERAL_BITS.get(literal, 0) | need.bit
-                by_literal = _BY_KEY.setdefault(_key(signature), {})
-                _, bits = by_literal.get(literal, (signature, 0))
-                by_literal[literal] = (signature, bits | need.bit)
-                turned = codecs.encode(literal, "rot13")
-                turned_signature = _signature(turned)
-                by_turned = _BY_KEY_ROT13.setdefault(_key(turned_signature), {})
-                _, bits = by_turned.get(turned, (turned_signature, 0))
-                by_turned[turned] = (turned_signature, bits | need.bit)
+            with _COMPILING:
+                need = _NEEDS.get(clause) or _register(clause)
         out.append(need)
     return tuple(out)
+
+
+def _register(clause: Clause) -> _Need:
+    """Compile ``clause`` and register it, under ``_COMPILING``: its literals first, then it is
+    counted and found (``_NEED_LIST``, ``_NEEDS``), so a clause another thread finds or counts
+    has every literal registered."""
+    need = _Need(clause)
+    _LONGEST[0] = max(_LONGEST[0], *map(len, need.literals))
+    for literal, signature in zip(need.literals, need.signatures, strict=True):
+        _LITERAL_BITS[literal] = _LITERAL_BITS.get(literal, 0) | need.bit
+        by_literal = _BY_KEY.setdefault(_key(signature), {})
+        _, bits = by_literal.get(literal, (signature, 0))
+        by_literal[literal] = (signature, bits | need.bit)
+        turned = codecs.encode(literal, "rot13")
+        turned_signature = _signature(turned)
+        by_turned = _BY_KEY_ROT13.setdefault(_key(turned_signature), {})
+        _, bits = by_turned.get(turned, (turned_signature, 0))
+        by_turned[turned] = (turned_signature, bits | need.bit)
+    _NEED_LIST.append(need)
+    _NEEDS[clause] = need
+    return need
 
 
 def _text_signature(text: str) -> frozenset[str]:
