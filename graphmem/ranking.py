@@ -23,6 +23,7 @@ __all__ = [
     "Document",
     "EmbeddingKind",
     "Prepared",
+    "Ranked",
     "Vectors",
     "cosine",
     "embedding_kinds",
@@ -428,6 +429,19 @@ class Prepared:
                 self._postings[term].remove((rid, tf))
 
 
+class Ranked(list[tuple[str, float]]):
+    """``rank_prepared``'s (id, score) list over one part, with the columns it was built from:
+    ``positions``, the ``index()`` position of each of the first ``len(positions)`` entries
+    (those that scored above zero), and ``scores``, their scores; ``ids`` is the part's
+    ``index()`` ids, to tell which part the positions are of."""
+
+    __slots__ = ("ids", "positions", "scores")
+
+    def __init__(self, ids: list[str], positions: np.ndarray, scores: np.ndarray) -> None:
+        super().__init__(zip([ids[i] for i in positions.tolist()], scores.tolist(), strict=True))
+        self.ids, self.positions, self.scores = ids, positions, scores
+
+
 def rank_prepared(
     parts: Sequence[Prepared], query: str, query_embedding: Sequence[float] | None = None
 ) -> list[tuple[str, float]]:
@@ -517,7 +531,7 @@ def _lexical_one(
     where, rounded = where[keep], rounded[keep]
     at = places[where]
     order = np.lexsort((at, -rounded))
-    out = list(zip([ids[i] for i in where[order].tolist()], rounded[order].tolist(), strict=True))
+    out = Ranked(ids, where[order], rounded[order])
     out += _others(part.zero_scores, at)
     return out
 
@@ -553,7 +567,7 @@ def _hybrid_one(
         rounded[at] = rounded_column(_LEXICAL_WEIGHT * score[at] + (1.0 - _LEXICAL_WEIGHT) * exact)
     positive = np.flatnonzero(rounded > 0.0)
     order = positive[np.lexsort((places[positive], -rounded[positive]))]
-    out = list(zip([ids[i] for i in order.tolist()], rounded[order].tolist(), strict=True))
+    out = Ranked(ids, order, rounded[order])
     out += _others(part.zero_scores, places[positive])
     return out
 
