@@ -19,8 +19,10 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Protocol
 
+import numpy as np
+
 from graphmem.model import DropReason, GateRows
-from graphmem.ranking import Document, EmbeddingKind, Prepared, embedding_kinds, rank, rank_prepared
+from graphmem.ranking import Document, EmbeddingKind, Prepared, Ranked, embedding_kinds, rank, rank_prepared
 from graphmem.receipts import (
     decision_fragment,
     digest_of_fragments,
@@ -206,6 +208,7 @@ class Verdicts:
     """Gate verdicts on a set of candidates, ready for ranking and digests."""
 
     __slots__ = (
+        "_columns",
         "_digests",
         "_kinds",
         "_usual",
@@ -232,6 +235,7 @@ class Verdicts:
         self._digests: tuple[str, bytes, list[int], dict[str, int]] | None = None
         self._usual: tuple[list[str], list[str]] | None = None
         self._kinds: frozenset[EmbeddingKind] | None = None
+        self._columns: tuple[list[str], np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def embedding_kinds(self) -> frozenset[EmbeddingKind]:
         """The (dimensions, model) of the survivors' embeddings, found once."""
@@ -265,6 +269,17 @@ class Verdicts:
             prefixes = ["" if limited is None else limited[:-cut] for _, _, _, limited in self.rows]
             self._usual = (usual, prefixes)
         return self._usual
+
+    def fragment_columns(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+        """``usual_fragments`` as object arrays (usual fragments, prefixes), with the row of
+        each survivor by its position in ``corpus.index()`` (whose ids list comes first)."""
+        ids = self.corpus.index()[0]
+        if self._columns is None or self._columns[0] is not ids:
+            usual, prefixes = self.usual_fragments()
+            places = self.digests()[3]
+            rows = np.fromiter((places[rid] for rid in ids), dtype=np.intp, count=len(ids))
+            self._columns = (ids, np.array(usual, dtype=object), np.array(prefixes, dtype=object), rows)
+        return self._columns
 
     @classmethod
     def of_rows(
@@ -375,8 +390,11 @@ class ViewGate:
             # Many survivors scored: the usual fragments, each scored survivor's written over,
             # joined and hashed at once, cheaper than as many splices. Ranked outcomes give
             # their scored parts without a mapping by id.
-            scored = outcomes.scored() if isinstance(outcomes, RankedOutcomes) else outcomes.items()
-            return self._overwritten_digest(scored)
+            if isinstance(outcomes, RankedOutcomes):
+                if isinstance(outcomes.ranked, Ranked) and outcomes.ranked.ids is v.corpus.index()[0]:
+                    return self._column_digest(outcomes, outcomes.ranked)
+                return self._overwritten_digest(outcomes.scored())
+            return self._overwritten_digest(outcomes.items())
         changed: list[tuple[int, bytes]] = []
         for rid, outcome in outcomes.items():
             at = places[rid]
@@ -412,3 +430,25 @@ class ViewGate:
             else:
                 fragments[at] = decision_fragment(rows[at][1], selected, reason, score)
         return digest_of_fragments(fragments)
+
+    def _column_digest(self, outcomes: RankedOutcomes, ranked: Ranked) -> str:
+        """``_overwritten_digest`` of ranked outcomes, the many scored past the limit written
+        column by column: their rows from their positions, their scores' ``repr`` (as a list's
+        ``repr`` writes each float) after their prefixes; the few others one by one."""
+        v = self.verdicts
+        _, usual, prefixes, rows_of = v.fragment_columns()
+        fragments = usual.copy()
+        chosen, matched = outcomes.chosen, outcomes.matched
+        if matched > chosen:
+            rows = rows_of[ranked.positions[chosen:matched]]
+            written = repr(ranked.scores[chosen:matched].tolist())[1:-1].split(", ")
+            fragments[rows] = prefixes[rows] + np.array(written, dtype=object) + "]"
+        ranked_rows = outcomes.ranked
+        others = [*ranked_rows[:chosen], *ranked_rows[outcomes.eligible :]]
+        places, rows_json = v.digests()[3], v.rows
+        below = DropReason.BELOW_MIN_SCORE
+        for k, (rid, score) in enumerate(others):
+            at = places[rid]
+            selected = k < chosen
+            fragments[at] = decision_fragment(rows_json[at][1], selected, None if selected else below, score)
+        return digest_of_fragments(fragments.tolist())

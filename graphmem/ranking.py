@@ -23,6 +23,7 @@ __all__ = [
     "Document",
     "EmbeddingKind",
     "Prepared",
+    "Ranked",
     "Vectors",
     "cosine",
     "embedding_kinds",
@@ -195,11 +196,70 @@ class Vectors:
             return None
         ids, matrix, norms = group
         q = np.array(query, dtype=np.float64)
-        denominator = norms * math.sqrt(float((q * q).sum()))
-        dots = (matrix * q).sum(axis=1)
-        safe = np.where(denominator > 0.0, denominator, 1.0)
-        cosines = np.where(denominator > 0.0, dots / safe, 0.0)
-        return ids, np.maximum(cosines, 0.0)
+        return ids, _cosines((matrix * q).sum(axis=1), norms, _norm(q))
+
+    def ids(self, dimensions: int) -> list[str]:
+        """The ids of the rows of the matrix of ``dimensions`` (none when there is none)."""
+        group = self._groups.get(dimensions)
+        return [] if group is None else group[0]
+
+    def fast_cosines(self, query: Sequence[float]) -> tuple[list[str], np.ndarray, np.ndarray] | None:
+        """``cosines`` by one matrix-vector product without the products' temporary matrix,
+        which sums each row's products in an order of its own, so a value may differ from
+        ``cosines``' in the last bits: by at most ``cosine_error(dimensions)`` where the third
+        column is True (False: no such bound, a norm out of ``[2^-450, 2^450]`` or a product
+        not finite). ``exact_cosines`` gives ``cosines``' values of chosen rows. None when no
+        document has the query's dimension."""
+        group = self._groups.get(len(query))
+        if group is None:
+            return None
+        ids, matrix, norms = group
+        q = np.array(query, dtype=np.float64)
+        q_norm = _norm(q)
+        # einsum's own loop: a single-threaded pass, where BLAS's product would wake threads
+        # that only queue for the same cores under load.
+        dots = np.einsum("ij,j->i", matrix, q)
+        bounded = (norms >= _TINY) & (norms <= _HUGE) & np.isfinite(dots)
+        if not _TINY <= q_norm <= _HUGE:
+            bounded[:] = False
+        return ids, _cosines(dots, norms, q_norm), bounded
+
+    def exact_cosines(self, query: Sequence[float], rows: np.ndarray) -> np.ndarray:
+        """``cosines``' values (to the bit) of the matrix rows ``rows`` of the query's dimension:
+        the same elementwise products and row sums, over those rows only."""
+        _, matrix, norms = self._groups[len(query)]
+        q = np.array(query, dtype=np.float64)
+        return _cosines((matrix[rows] * q).sum(axis=1), norms[rows], _norm(q))
+
+
+_TINY, _HUGE = 2.0**-450, 2.0**450
+_UNIT = 2.0**-53  # the unit roundoff of a float64
+
+
+def cosine_error(dimensions: int) -> float:
+    """A bound on how far a cosine of ``Vectors.fast_cosines`` (and a score blended from it)
+    lies from ``Vectors.cosines``' value for the same row, for rows whose norms lie in
+    ``[2^-450, 2^450]``: a dot product of n terms summed in any order (fused or not) is within
+    ``gamma_n * sum |x_i y_i|`` of the exact one, ``gamma_n = n u / (1 - n u)``, and
+    ``sum |x_i y_i| <= |x| |y|`` (Cauchy-Schwarz), which is within ``(1 + gamma_{n+3})`` of the
+    computed denominator (no square underflows enough to matter, none overflows, at those
+    norms); both sums err, so two ``gamma_n`` over the denominator, then ``2u`` for the two
+    divisions and ``2u`` for the blend's addition (values at most ~1), doubled for margin."""
+    n = dimensions + 3
+    gamma = n * _UNIT / (1.0 - n * _UNIT)
+    return 2.0 * (2.0 * gamma * (1.0 + gamma) + 4.0 * _UNIT)
+
+
+def _norm(q: np.ndarray) -> float:
+    return math.sqrt(float((q * q).sum()))
+
+
+def _cosines(dots: np.ndarray, norms: np.ndarray, q_norm: float) -> np.ndarray:
+    """Each row's cosine from its dot product, negative ones as 0 (and 0 for a zero vector)."""
+    denominator = norms * q_norm
+    safe = np.where(denominator > 0.0, denominator, 1.0)
+    cosines = np.where(denominator > 0.0, dots / safe, 0.0)
+    return np.maximum(cosines, 0.0)
 
 
 class Prepared:
@@ -246,7 +306,7 @@ class Prepared:
         # embedding; built on first hybrid use, dropped with ``_index``.
         self._index_columns: tuple[np.ndarray, np.ndarray] | None = None
         # The ``index()`` positions of the rows of one of ``vectors()``' matrices, by dimension.
-        self._cosine_places: tuple[Vectors, dict[int, np.ndarray]] | None = None
+        self._cosine_places: tuple[Vectors, dict[int, tuple[np.ndarray, np.ndarray]]] | None = None
 
     def index(self) -> tuple[list[str], dict[str, int], np.ndarray]:
         """(ids by position, position by id, document lengths by position)."""
@@ -265,25 +325,43 @@ class Prepared:
             self._index_columns = (places, embedded)
         return self._index_columns
 
-    def similarity_column(self, query: Sequence[float]) -> np.ndarray:
-        """Every document's cosine similarity with ``query`` (0 for another dimension or none),
-        by ``index()`` position."""
-        ids, position, _ = self.index()
-        out = np.zeros(len(ids))
-        vectors = self.vectors()
-        found = vectors.cosines(query)
+    def similarity_column(self, query: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+        """Every document's cosine similarity with ``query`` by ``index()`` position, from
+        ``Vectors.fast_cosines`` (0 for another dimension or none), and how far each may lie
+        from ``Vectors.cosines``' value: 0 where it is that value, infinite where no bound is
+        known (``exact_similarities`` gives those values)."""
+        ids, _, _ = self.index()
+        out, error = np.zeros(len(ids)), np.zeros(len(ids))
+        found = self.vectors().fast_cosines(query)
         if found is not None:
-            rows, values = found
-            if self._cosine_places is None or self._cosine_places[0] is not vectors:
-                self._cosine_places = (vectors, {})
-            held = self._cosine_places[1]
-            at = held.get(len(query))
-            if at is None:
-                at = held[len(query)] = np.fromiter(
-                    (position[rid] for rid in rows), dtype=np.intp, count=len(rows)
-                )
+            _, values, bounded = found
+            at = self._rows_at(len(query))[0]
             out[at] = values
-        return out
+            error[at] = np.where(bounded, cosine_error(len(query)), np.inf)
+        return out, error
+
+    def exact_similarities(self, query: Sequence[float], positions: np.ndarray) -> np.ndarray:
+        """``Vectors.cosines``' values (to the bit) at ``positions`` of ``index()``, each a
+        document whose embedding has the query's dimension."""
+        rows = self._rows_at(len(query))[1][positions]
+        return self.vectors().exact_cosines(query, rows)
+
+    def _rows_at(self, dimensions: int) -> tuple[np.ndarray, np.ndarray]:
+        """(the ``index()`` position of each row of ``vectors()``' matrix of ``dimensions``,
+        and each position's row in it, -1 for none)."""
+        ids, position, _ = self.index()
+        vectors = self.vectors()
+        if self._cosine_places is None or self._cosine_places[0] is not vectors:
+            self._cosine_places = (vectors, {})
+        held = self._cosine_places[1]
+        found = held.get(dimensions)
+        if found is None:
+            rows = vectors.ids(dimensions)
+            at = np.fromiter((position[rid] for rid in rows), dtype=np.intp, count=len(rows))
+            inverse = np.full(len(ids), -1, dtype=np.intp)
+            inverse[at] = np.arange(len(rows), dtype=np.intp)
+            found = held[dimensions] = (at, inverse)
+        return found
 
     def term_arrays(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """The positions (``index()``) of the documents holding ``term``, and its frequencies."""
@@ -349,6 +427,19 @@ class Prepared:
         for term, tf in counts.items():
             if term in self._postings:
                 self._postings[term].remove((rid, tf))
+
+
+class Ranked(list[tuple[str, float]]):
+    """``rank_prepared``'s (id, score) list over one part, with the columns it was built from:
+    ``positions``, the ``index()`` position of each of the first ``len(positions)`` entries
+    (those that scored above zero), and ``scores``, their scores; ``ids`` is the part's
+    ``index()`` ids, to tell which part the positions are of."""
+
+    __slots__ = ("ids", "positions", "scores")
+
+    def __init__(self, ids: list[str], positions: np.ndarray, scores: np.ndarray) -> None:
+        super().__init__(zip([ids[i] for i in positions.tolist()], scores.tolist(), strict=True))
+        self.ids, self.positions, self.scores = ids, positions, scores
 
 
 def rank_prepared(
@@ -440,7 +531,7 @@ def _lexical_one(
     where, rounded = where[keep], rounded[keep]
     at = places[where]
     order = np.lexsort((at, -rounded))
-    out = list(zip([ids[i] for i in where[order].tolist()], rounded[order].tolist(), strict=True))
+    out = Ranked(ids, where[order], rounded[order])
     out += _others(part.zero_scores, at)
     return out
 
@@ -460,12 +551,23 @@ def _hybrid_one(
     else:
         total, touched = lexical
         score = np.where(touched, total / (best if best else 1.0), 0.0)
-    blended = _LEXICAL_WEIGHT * score + (1.0 - _LEXICAL_WEIGHT) * part.similarity_column(query_embedding)
-    score = np.where(embedded, blended, score)
-    rounded = rounded_column(score)
+    similarity, error = part.similarity_column(query_embedding)
+    blended = _LEXICAL_WEIGHT * score + (1.0 - _LEXICAL_WEIGHT) * similarity
+    rounded = rounded_column(np.where(embedded, blended, score))
+    # A fast cosine may differ from the oracle's in its last bits, by at most ``error``, and so
+    # may the blended score; it rounds as the oracle's does unless a rounding boundary (a half
+    # of 10^-d) lies within that of it. Those few are scored again with the oracle's cosines.
+    scaled = blended * _SCALE
+    with np.errstate(invalid="ignore"):
+        gap = np.abs(scaled - np.floor(scaled) - 0.5)
+        unsure = embedded & (error > 0.0) & ~(gap > (error * (1.0 + np.abs(blended)) + 1e-15) * _SCALE * 1.01)
+    if unsure.any():
+        at = np.flatnonzero(unsure)
+        exact = part.exact_similarities(query_embedding, at)
+        rounded[at] = rounded_column(_LEXICAL_WEIGHT * score[at] + (1.0 - _LEXICAL_WEIGHT) * exact)
     positive = np.flatnonzero(rounded > 0.0)
     order = positive[np.lexsort((places[positive], -rounded[positive]))]
-    out = list(zip([ids[i] for i in order.tolist()], rounded[order].tolist(), strict=True))
+    out = Ranked(ids, order, rounded[order])
     out += _others(part.zero_scores, places[positive])
     return out
 

@@ -38,7 +38,7 @@ from graphmem.gated import LIMITED, RankedOutcomes, RowGate, Verdicts, ViewGate
 from graphmem.model import DropReason
 from graphmem.model.canonical import canonical_json
 from graphmem.model.gate import run_gate
-from graphmem.ranking import Document, Prepared, cosine, rank, rank_prepared, rounded_column
+from graphmem.ranking import Document, Prepared, Ranked, cosine, rank, rank_prepared, rounded_column
 from graphmem.receipts import candidates_digest, decision_fragment, decisions_digest, json_string
 from tests.conftest import KNOWN, T0, Clock
 
@@ -522,7 +522,11 @@ def test_reads_and_writes_from_many_threads_stay_consistent() -> None:
 @settings(max_examples=80, deadline=None)
 @given(
     scores=st.lists(
-        st.one_of(st.just(0.0), st.floats(0.0, 1.0).map(lambda s: round(s, 9))), min_size=0, max_size=60
+        st.one_of(
+            st.just(0.0), st.sampled_from([1e-05, 3e-09, 1.0]), st.floats(0.0, 1.0).map(lambda s: round(s, 9))
+        ),
+        min_size=0,
+        max_size=60,
     ),
     dropped=st.integers(0, 10),
     limit=st.integers(1, 12),
@@ -563,3 +567,15 @@ def test_ranked_outcomes_equal_the_decisions_they_stand_for(
     assert view.decisions_digest(outcomes) == digest
     assert view.decisions_digest(expected) == digest
     assert RowGate(list(verdicts), survivors).decisions_digest(outcomes) == digest
+    # The same ranking as the columns ``rank_prepared`` keeps (positions of the positive
+    # scores in the view's corpus): the digest written column by column is the same.
+    ids, position, _ = view.verdicts.corpus.index()
+    positive = [(rid, s) for rid, s in ranked if s > 0.0]
+    columns = Ranked(
+        ids,
+        np.array([position[rid] for rid, _ in positive], dtype=np.intp),
+        np.array([s for _, s in positive], dtype=np.float64),
+    )
+    columns += ranked[len(positive) :]
+    assert list(columns) == ranked
+    assert view.decisions_digest(RankedOutcomes(columns, limit, min_score, every)) == digest
