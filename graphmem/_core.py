@@ -42,6 +42,11 @@ S = TypeVar("S", bound=HasBackend)
 
 #: How often an operation runs before a ``TransactionConflict`` is raised to the caller.
 ATTEMPTS = 6
+#: How often a recall gates again when records it selected were forgotten or changed before it
+#: read them, before its ``TransactionConflict`` reaches the caller. A recall writes nothing, so
+#: gating again costs only its own time; a tenant forgotten record after record, on a busy
+#: machine, can make several selections in a row stale.
+RECALL_ATTEMPTS = 24
 #: Pauses before each repeat of a transaction that lost a race (with jitter, so two
 #: writers that deadlocked do not collide again in step).
 _PAUSES = (0.005, 0.02, 0.05, 0.1, 0.2)

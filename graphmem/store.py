@@ -31,7 +31,7 @@ from graphmem._args import (
     check_tenant,
     check_text,
 )
-from graphmem._core import ATTEMPTS, bulk, transactional
+from graphmem._core import RECALL_ATTEMPTS, bulk, transactional
 from graphmem.backends.base import (
     AddEdge,
     AppendAudit,
@@ -563,7 +563,7 @@ class MemoryStore(LineageOps, WriteGateOps):
         check_flag(explain, "explain")
         actor = check_text(actor, "actor", max_chars=256, optional=True)
         asked = ctx
-        for attempt in range(1, ATTEMPTS + 1):
+        for attempt in range(1, RECALL_ATTEMPTS + 1):
             epoch = self._gate_cache.epoch(asked.tenant)  # before the read's snapshot begins
             with self.backend.reading():
                 ctx = asked if narrow is None else narrow(asked)
@@ -595,7 +595,7 @@ class MemoryStore(LineageOps, WriteGateOps):
                         )
                     )
                 except TransactionConflict:
-                    if attempt == ATTEMPTS:
+                    if attempt == RECALL_ATTEMPTS:
                         raise
                     continue
             return Selection(records=records, decisions=decisions, receipt=receipt)

@@ -29,7 +29,7 @@ from graphmem import (
     WriteProposal,
     WriteReason,
 )
-from graphmem._core import ATTEMPTS
+from graphmem._core import ATTEMPTS, RECALL_ATTEMPTS
 from tests.conftest import KNOWN, T0
 
 DAY = timedelta(days=1)
@@ -254,3 +254,32 @@ def test_an_operation_that_lost_a_race_runs_again(
         store.add(fact(tenant, "r2"))
     assert failures[0] == 0
     assert store.get(tenant, "r2") is None
+
+
+def test_a_recall_whose_selection_went_stale_gates_again(
+    store: MemoryStore, tenant: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A backend that finds records the gate selected forgotten or changed before it read them
+    (``TransactionConflict``) gets the whole recall again, gate included, up to
+    ``RECALL_ATTEMPTS`` times — more than a write's ``ATTEMPTS``, since a recall writes nothing and
+    a tenant forgotten record after record can make several selections in a row stale; then the
+    conflict reaches the caller."""
+    store.add(fact(tenant, "r1"))
+    ctx = ReadContext(as_of=KNOWN, tenant=tenant, scopes=("case:c1",), now=T0 + DAY)
+    real_recalled = store.backend.recalled
+    stale = [RECALL_ATTEMPTS - 1]
+
+    def recalled(*args: Any, **kwargs: Any) -> Any:
+        if stale[0]:
+            stale[0] -= 1
+            raise TransactionConflict("a selected record was forgotten before it was read")
+        return real_recalled(*args, **kwargs)
+
+    monkeypatch.setattr(store.backend, "recalled", recalled)
+    assert RECALL_ATTEMPTS > ATTEMPTS
+    assert store.recall(ctx, "refund window").ids == ["r1"]
+    assert stale[0] == 0
+    stale[0] = RECALL_ATTEMPTS
+    with pytest.raises(TransactionConflict):
+        store.recall(ctx, "refund window")
+    assert stale[0] == 0
