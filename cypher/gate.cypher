@@ -34,7 +34,8 @@
 // recency in µs and (only with $with_content, else an empty list) [content,
 // embedding, embedding model], all sealed (the client decrypts them). A client
 // that already holds a candidate's fingerprint and text for its tokens need not
-// receive them again. Then `torn`: how many candidates were read torn (below).
+// receive them again. Then what bounds the verdicts in time (`times`, `later_at`,
+// `replayed`, below) and `torn`: how many candidates were read torn (below).
 // Last, `erasures`: how many committed writes erased text of the tenant (its
 // counter node, count_erasures.cypher; 0 before the first). It is read first,
 // before any candidate: at read committed, every erase it counts committed
@@ -68,8 +69,10 @@ CALL (erasures) {
     } AS in_scope
   }
   // A record recorded after $as_of was no candidate then (graphmem.model.gate.unknown_at);
-  // asked about by id, it is not_yet_valid.
-  WITH m, id, policy, g, in_scope WHERE $record_id IS NOT NULL OR g[12] IS NULL OR g[12] <= $as_of
+  // asked about by id, it is not_yet_valid. Such a row (`later`) stays only to report
+  // the earliest knowledge time at which one becomes a candidate (`later_at`).
+  WITH m, id, policy, g, in_scope,
+    $record_id IS NULL AND g[12] IS NOT NULL AND g[12] > $as_of AS later
   // A record overwritten after $as_of (approved, contested, resolved, merged) is seen
   // as the version it then had: the first kept version (m.v_until, ...) still held at
   // $as_of replaces the status and fingerprint tokens; a forgotten status
@@ -78,16 +81,17 @@ CALL (erasures) {
   // write's commit. Every write of m.changed_at writes g[13] too, so where the node's
   // kept versions are consulted, a node whose changed_at is not g[13] is such a torn
   // read (`torn` counts them; the client reads again).
-  WITH m, id, policy, g, in_scope,
-    g[13] IS NOT NULL AND $as_of < g[13] AND NOT g[1] IN $forgotten AS overwritten
-  WITH m, id, policy, g, in_scope,
+  WITH m, id, policy, g, in_scope, later,
+    NOT later AND g[13] IS NOT NULL AND $as_of < g[13] AND NOT g[1] IN $forgotten AS overwritten
+  WITH m, id, policy, g, in_scope, later, overwritten,
     overwritten AND coalesce(m.changed_at, -9223372036854775807) <> g[13] AS torn, CASE
     WHEN overwritten AND m.v_until IS NOT NULL
     THEN head([i IN range(0, size(m.v_until) - 1) WHERE m.v_until[i] > $as_of])
   END AS v
-  WITH m, id, policy, in_scope, v, torn, CASE WHEN v IS NULL THEN g
+  WITH m, id, policy, in_scope, later, overwritten, v, torn, CASE WHEN v IS NULL THEN g
     ELSE g[0..1] + [m.v_status[v]] + g[2..8] + [m.v_tok1[v], m.v_tok2[v]] + g[10..] END AS g
-  WITH m, id, g, v, torn, CASE
+  WITH m, id, g, later, overwritten, v, torn, CASE
+    WHEN later THEN null
     WHEN NOT $kind_mask[g[0]] THEN 'kind_not_requested'
     WHEN policy <> $policy THEN 'policy_mismatch'
     WHEN g[1] <> 0 THEN $statuses[g[1]]
@@ -110,13 +114,22 @@ CALL (erasures) {
     WHEN g[0] = 3 AND NOT all(p IN m.preconditions WHERE p IN $environment) THEN 'precondition_unmet'
     ELSE ''
   END AS reason
-  RETURN collect(id) AS ids, collect(g[8]) AS first, collect(g[9]) AS second,
-    collect(CASE WHEN $fingerprints THEN
+  // `times`: per candidate, the valid times at which its verdict may change (start and
+  // end of validity, superseded and invalidated at) and the knowledge times (recorded,
+  // last change); `replayed`: how many candidates were read as of a knowledge time
+  // before their last change, whose verdicts depend on their edges' own times too.
+  RETURN collect(CASE WHEN NOT later THEN id END) AS ids,
+    collect(CASE WHEN NOT later THEN g[8] END) AS first,
+    collect(CASE WHEN NOT later THEN g[9] END) AS second,
+    collect(CASE WHEN $fingerprints AND NOT later THEN
       CASE WHEN v IS NULL THEN [m.fingerprint, null] ELSE [m.v_fp[v], m.v_until[v]] END END) AS fingerprints, collect(reason) AS reasons,
     collect(CASE WHEN reason = '' THEN g[6] END) AS recency,
     collect(CASE WHEN $with_content AND reason = '' THEN [m.content, CASE WHEN g[7] = 1 THEN m.embedding END,
       CASE WHEN g[7] = 1 THEN m.embedding_model END] END)
       AS docs,
+    collect(CASE WHEN NOT later THEN [g[2], g[3], g[10], g[11], g[12], g[13]] END) AS times,
+    min(CASE WHEN later THEN g[12] END) AS later_at,
+    count(CASE WHEN overwritten THEN 1 END) AS replayed,
     count(CASE WHEN torn THEN 1 END) AS torn
 }
-RETURN ids, first, second, fingerprints, reasons, recency, docs, torn, erasures
+RETURN ids, first, second, fingerprints, reasons, recency, docs, times, later_at, replayed, torn, erasures

@@ -7,6 +7,11 @@
 // nodes carry the GraphmemSchema label for its uniqueness constraint on name
 // (graphmem_schema_name, schema v1): two first writers of a tenant merge one
 // lock node, never two.
+// `writes` counts the tenant's write transactions, this one included; once it
+// has committed, the writer records that number as done (writes_done.cypher).
+// A reader that finds both counts equal knows no counted write is still being
+// applied (gate_state.cypher).
 UNWIND $locks AS lock
 MERGE (l:GraphmemSchema {name: lock})
 SET l.writes = coalesce(l.writes, 0) + 1
+RETURN lock, l.writes AS writes

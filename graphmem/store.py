@@ -597,6 +597,9 @@ class MemoryStore(LineageOps, WriteGateOps):
                 except TransactionConflict:
                     if attempt == RECALL_ATTEMPTS:
                         raise
+                    # A change the probe did not count (a backend reading at read committed, a
+                    # schema upgrade): what the cache holds of the tenant is derived again.
+                    self._gate_cache.purge({ctx.tenant})
                     continue
             return Selection(records=records, decisions=decisions, receipt=receipt)
         raise AssertionError("unreachable")  # pragma: no cover

@@ -355,11 +355,11 @@ def test_setup_twice_changes_nothing(neo4j_driver: neo4j.Driver, neo4j_target: N
     store = _store(neo4j_driver, neo4j_target)
     first = store.setup()
     before = _schema_snapshot(neo4j_driver)
-    # The schema marker; the other GraphmemSchema nodes are the tenants' write locks and
-    # erasure counters.
+    # The schema marker; the other GraphmemSchema nodes are the tenants' write locks, their
+    # counts of finished writes and their erasure counters.
     markers = (
         "MATCH (v:GraphmemSchema) WHERE NOT v.name STARTS WITH 'tenant-lock:' "
-        "AND NOT v.name STARTS WITH 'tenant-erasures:' "
+        "AND NOT v.name STARTS WITH 'tenant-done:' AND NOT v.name STARTS WITH 'tenant-erasures:' "
         "RETURN v.name AS name, v.version AS version, v.applied_at AS applied_at"
     )
     marker = _query(neo4j_driver, markers)
@@ -507,10 +507,11 @@ def _facts_store(driver: neo4j.Driver, target: Neo4jTarget, tenant: str) -> tupl
     return store, store.backend
 
 
-def test_a_repeated_recall_reads_only_the_gate(
+def test_a_repeated_recall_reads_only_the_probe(
     neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str
 ) -> None:
-    """Fingerprints and text held from the first recall: the second sends the gate only."""
+    """Verdicts, fingerprints, text and the selected records held from the first recall:
+    the second sends the probe only, and a recall after a write the gate again."""
     store, backend = _facts_store(neo4j_driver, neo4j_target, tenant)
     store.invalidate(tenant, "f2", by="f1", reason="replaced", at=T0)  # one dropped candidate
     reads: list[str] = []
@@ -522,10 +523,13 @@ def test_a_repeated_recall_reads_only_the_gate(
 
     backend._read = read  # type: ignore[method-assign]
     first = _recall(store, tenant, "refund card")
-    assert reads == ["gate", "candidate_docs"]
+    assert reads == ["gate_state", "gate", "candidate_docs"]
     assert _recall(store, tenant, "refund card") == first
-    assert reads == ["gate", "candidate_docs", "gate"]
+    assert reads == ["gate_state", "gate", "candidate_docs", "gate_state"]
     assert first == _recall(_store(neo4j_driver, neo4j_target), tenant, "refund card")
+    _store(neo4j_driver, neo4j_target).add(_fact(tenant, "f9", "an unrelated note"))
+    assert _recall(store, tenant, "refund card")[0] == first[0]  # f9 is a candidate now
+    assert reads[4:] == ["gate_state", "gate", "candidate_docs"]
 
 
 def test_text_another_writer_changed_is_never_ranked_from_memory(
@@ -633,7 +637,7 @@ def test_a_record_changed_between_the_gate_and_its_text_is_gated_again(
 
     backend._read = read  # type: ignore[method-assign]
     result = _recall(store, tenant, "cafeteria lunch")
-    assert reads == ["gate", "candidate_docs", "gate"]
+    assert reads == ["gate_state", "gate", "candidate_docs", "gate"]
     assert result == _recall(_store(neo4j_driver, neo4j_target), tenant, "cafeteria lunch")
     assert result[0] == ["f3"]
 
@@ -715,20 +719,21 @@ def test_the_gate_cache_is_bounded_by_the_candidates_it_holds(
     store = MemoryStore(Neo4jBackend(neo4j_driver, uri=neo4j_target.uri or ""), gate_cache=12)
     store.add_many(_facts(tenant))
     ctx = ReadContext(as_of=KNOWN, tenant=tenant, scopes=("case:c1",), now=T0 + timedelta(days=1))
-    # four reports of three candidates each: valid, not yet valid, another kind, another policy
+    # four reports of three candidates each: as asked, another environment, another kind,
+    # another policy (another time is the same report's key, read again)
     others = [
-        ctx.model_copy(update={"now": T0 - timedelta(days=1)}),
+        ctx.model_copy(update={"environment": ("cap-x",)}),
         ctx.model_copy(update={"kinds": (Kind.EPISODIC,)}),
         ctx.model_copy(update={"policy": "other"}),
     ]
     valid = store._gate_view(ctx).verdicts
-    early, kinds, _ = (store._gate_view(other).verdicts for other in others)
+    equipped, kinds, _ = (store._gate_view(other).verdicts for other in others)
     assert store._gate_cache.held == 12
-    assert store._gate_view(others[0]).verdicts is early
+    assert store._gate_view(others[0]).verdicts is equipped
     assert store._gate_view(ctx).verdicts is valid  # the least recently used is now ``kinds``
     store._gate_view(ctx.model_copy(update={"clearance": Sensitivity.PUBLIC}))  # a fifth report
     assert store._gate_cache.held == 12
-    assert store._gate_view(others[0]).verdicts is early
+    assert store._gate_view(others[0]).verdicts is equipped
     assert store._gate_view(ctx).verdicts is valid
     assert store._gate_view(others[1]).verdicts is not kinds
 

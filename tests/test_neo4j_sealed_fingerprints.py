@@ -192,13 +192,13 @@ def test_a_repeated_recall_opens_each_fingerprint_once_and_reuses_the_held_docs(
     backend._crypt.fingerprints = fingerprints  # type: ignore[method-assign]
     backend._read = read  # type: ignore[method-assign]
     first = store.recall(_ctx(tenant), "refund rule")
-    assert (reads, opened) == (["gate", "candidate_docs"], [6])
+    assert (reads, opened) == (["gate_state", "gate", "candidate_docs"], [6])
     second = store.recall(_ctx(tenant), "refund rule")
-    assert (reads, opened) == (["gate", "candidate_docs", "gate"], [6])
+    assert (reads, opened) == (["gate_state", "gate", "candidate_docs", "gate_state"], [6])
     assert second == first
-    # Another query over the same candidates: a new gate report, but nothing to open or fetch.
+    # Another query over the same candidates: the held verdicts, nothing to open or fetch.
     third = store.recall(_ctx(tenant, limit=2), "rule about dates")
-    assert (reads[3:], opened) == (["gate"], [6])
+    assert (reads[4:], opened) == (["gate_state"], [6])
     assert third.ids[0] == "f3"
     fresh = _store(neo4j_driver, neo4j_target)
     assert fresh.recall(_ctx(tenant), "refund rule") == first
@@ -206,7 +206,7 @@ def test_a_repeated_recall_opens_each_fingerprint_once_and_reuses_the_held_docs(
     other = Neo4jBackend(backend.driver, uri=backend.uri, keys=backend.keys)
     other.apply([PutRecord(record=_fact(tenant, "f2", "refund rule changed"), replace=True)])
     changed = store.recall(_ctx(tenant), "refund rule changed")
-    assert (reads[4:], opened) == (["gate", "candidate_docs"], [6, 1])
+    assert (reads[5:], opened) == (["gate_state", "gate", "candidate_docs"], [6, 1])
     assert changed.ids[0] == "f2"
     assert changed.records[0].content == "refund rule changed"
     assert changed == fresh.recall(_ctx(tenant), "refund rule changed")

@@ -135,10 +135,10 @@ def _reads_until(backend: Neo4jBackend, count: int, then: Callable[[], None]) ->
         # The gate statement reads the overwrite's edge but the node from before it (no kept
         # version yet): it would take the new live tokens, whose fingerprint the next
         # statement finds committed by then, and replay today's version.
-        ("node", 1, ["gate", "gate"]),
+        ("node", 2, ["gate_state", "gate", "gate"]),
         # The edge from before the overwrite, the node after it, for the gate and the
         # statements after it: the reported fingerprint is not the one its tokens are of.
-        ("edge", 3, ["gate", "candidate_docs", "gate", "gate"]),
+        ("edge", 4, ["gate_state", "gate", "candidate_docs", "gate", "gate"]),
     ],
 )
 def test_a_replay_reads_the_gate_again_when_edge_and_node_are_read_apart(

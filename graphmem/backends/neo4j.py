@@ -20,7 +20,8 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 import neo4j
@@ -48,6 +49,7 @@ from graphmem.backends.neo4j_rows import (
     RECORD_ROW,
     STATUSES,
     Tx,
+    done_name,
     erasures_name,
     from_micros,
     lock_names,
@@ -102,21 +104,61 @@ T = TypeVar("T")
 _Retryable = type[neo4j_errors.Neo4jError] | type[neo4j_errors.DriverError]
 
 
-def _lock(tx: Tx, tenants: Iterable[str]) -> None:
-    """Take the write locks of ``tenants`` in ``tx`` (lock_tenants.cypher)."""
-    tx.run(cypher("lock_tenants"), {"locks": lock_names(tenants)}).consume()
+def _lock(tx: Tx, tenants: Iterable[str]) -> dict[str, int]:
+    """Take the write locks of ``tenants`` in ``tx`` (lock_tenants.cypher); returns the
+    number each tenant's lock gave this transaction (to record as done once committed)."""
+    by_name = {lock_names([t])[0]: t for t in tenants}
+    rows = tx.run(cypher("lock_tenants"), {"locks": sorted(by_name)})
+    return {by_name[row["lock"]]: row["writes"] for row in rows}
+
+
+_UNIX = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+#: The microseconds since the epoch a datetime can be (the gate lists' "never" and "always"
+#: lie outside).
+_INSTANTS = range(
+    (datetime.min.replace(tzinfo=UTC) - _UNIX) // _MICROSECOND,
+    (datetime.max.replace(tzinfo=UTC) - _UNIX) // _MICROSECOND + 1,
+)
+
+
+def _boundaries(
+    times: Sequence[Sequence[int | None]], later_at: int | None
+) -> tuple[list[datetime], list[datetime]]:
+    """The valid times and knowledge times at which one of a gate report's verdicts may
+    change (gate.cypher's ``times`` per candidate: start, end, superseded at, invalidated
+    at; recorded, last change; and ``later_at``, the first knowledge time at which a record
+    not yet recorded becomes a candidate), sorted; "never" and "always" are none."""
+    valid: set[int | None] = set()
+    known: set[int | None] = {later_at}
+    for start, end, superseded, invalidated, recorded, changed in times:
+        valid.update((start, end, superseded, invalidated))
+        known.update((recorded, changed))
+    return _instants(valid), _instants(known)
+
+
+def _instants(values: set[int | None]) -> list[datetime]:
+    return [_UNIX + v * _MICROSECOND for v in sorted(v for v in values if v is not None and v in _INSTANTS)]
+
+
+@dataclass(frozen=True, slots=True)
+class _Probed:
+    """This backend's ``GateProbe.state``: whether the counts it read were settled (no
+    counted write still being applied), so that what is derived under it may be kept."""
+
+    settled: bool
 
 
 class _Write:
     """One thread's open write transaction (``Neo4jBackend.write``)."""
 
-    __slots__ = ("after", "broken", "erasures", "locked", "poisoned", "session", "tx", "written")
+    __slots__ = ("after", "begun", "broken", "erasures", "poisoned", "session", "tx", "written")
 
     def __init__(self, session: neo4j.Session, tx: neo4j.Transaction) -> None:
         self.session = session
         self.tx = tx
-        #: Tenants whose lock this transaction holds.
-        self.locked: set[str] = set()
+        #: Tenants whose lock this transaction holds, with the number each lock gave it.
+        self.begun: dict[str, int] = {}
         #: (tenant, id) of every record it wrote: their held text goes again after commit.
         self.written: list[tuple[str, str]] = []
         #: Tenant -> its erasure count as this transaction's erases leave it.
@@ -368,10 +410,14 @@ class Neo4jBackend:
                 by_tenant.setdefault(owner, []).append(rid)
             for owner, ids in sorted(by_tenant.items()):
 
-                def work(tx: neo4j.ManagedTransaction, owner: str = owner, ids: list[str] = ids) -> int:
+                def work(
+                    tx: neo4j.ManagedTransaction, owner: str = owner, ids: list[str] = ids
+                ) -> tuple[dict[str, int], int]:
                     return self._encrypt_batch(tx, owner, ids)
 
-                done += self._run(work, write=True)
+                begun, rewritten = self._run(work, write=True)
+                self._writes_done(begun)
+                done += rewritten
                 self._drop_held((owner, rid) for rid in ids)
             if progress is not None:
                 progress(done)
@@ -381,10 +427,13 @@ class Neo4jBackend:
         self._clean.clear()
         return done
 
-    def _encrypt_batch(self, tx: neo4j.ManagedTransaction, tenant: str, ids: list[str]) -> int:
+    def _encrypt_batch(
+        self, tx: neo4j.ManagedTransaction, tenant: str, ids: list[str]
+    ) -> tuple[dict[str, int], int]:
         """Rewrite these records of ``tenant`` sealed, kept versions' fingerprints too, in
-        ``tx`` after the tenant's lock (so what is read is what is rewritten)."""
-        _lock(tx, [tenant])
+        ``tx`` after the tenant's lock (so what is read is what is rewritten); returns the
+        lock's number and how many were rewritten."""
+        begun = _lock(tx, [tenant])
         rows = tx.run(cypher("get_records"), {"tenant": tenant, "ids": ids}).single()
         records = self._crypt.records(tenant, rows["records"] if rows else [])
         send_ops(tx, [PutRecord(record=r, replace=True) for r in records], self._crypt)
@@ -407,7 +456,7 @@ class Neo4jBackend:
             resealed.append([rid, sealed, [t[0] for t in tokens], [t[1] for t in tokens]])
         if resealed:
             tx.run(cypher("seal_kept_fingerprints"), {"tenant": tenant, "rows": resealed}).consume()
-        return len(records)
+        return begun, len(records)
 
     def name_digest(self, tenant: str, value: str) -> str:
         """HMAC-SHA-256 (hex) of ``value`` under the tenant's naming key in the key store, for
@@ -514,13 +563,29 @@ class Neo4jBackend:
             open_.erasures.update(counted)
             return
 
-        def work(tx: neo4j.ManagedTransaction) -> dict[str, int]:
-            _lock(tx, tenants)
-            return send_ops(tx, ops, self._crypt)
+        def work(tx: neo4j.ManagedTransaction) -> tuple[dict[str, int], dict[str, int]]:
+            begun = _lock(tx, tenants)
+            return begun, send_ops(tx, ops, self._crypt)
 
-        counted = self._run(work, write=True)
+        begun, counted = self._run(work, write=True)
+        self._writes_done(begun)
         self._drop_held(written)
         self._docs.own_erasures(counted)
+
+    def _writes_done(self, begun: dict[str, int]) -> None:
+        """Record that the write transaction the locks numbered ``begun`` gave has committed
+        (writes_done.cypher), so readers may keep what they derive from the tenants again.
+        Best effort: the write has committed either way, and until a later write of the
+        tenant records its own number, readers keep nothing (gate_state.cypher)."""
+        if not begun:
+            return
+        done = sorted([done_name(tenant), number] for tenant, number in begun.items())
+
+        def work(tx: neo4j.ManagedTransaction) -> None:
+            tx.run(cypher("writes_done"), {"done": done}).consume()
+
+        with suppress(BackendUnavailable, TransactionConflict):
+            self._run(work, write=True)
 
     def _shred(self, ops: Sequence[Op]) -> None:
         """An erase deletes the data keys first, then updates the graph: a crash in between
@@ -614,6 +679,8 @@ class Neo4jBackend:
                 # then holds no connection for this session any more and touches none).
                 with suppress(neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError):
                     session.close()
+            if committed:
+                self._writes_done(open_.begun)
             self._drop_held(open_.written)
             if committed:
                 self._docs.own_erasures(open_.erasures)
@@ -651,10 +718,9 @@ class Neo4jBackend:
         try:
             with self._errors(True):
                 try:
-                    new = set(tenants) - open_.locked
+                    new = set(tenants) - open_.begun.keys()
                     if new:
-                        _lock(open_.tx, new)
-                        open_.locked |= new
+                        open_.begun.update(_lock(open_.tx, new))
                     return work(open_.tx)
                 except (neo4j_errors.Neo4jError, neo4j_errors.DriverError):
                     open_.broken = True
@@ -735,39 +801,59 @@ class Neo4jBackend:
         )
 
     def gate_probe(self, ctx: ReadContext) -> GateProbe:
-        """The server's report of the gate (one read): each candidate's id, fingerprint
-        tokens, drop reason and recency, no text, and the tenant's erasure count, read
-        before the candidates. The report is the key: the tokens pin every candidate's
-        state, so verdicts derived from an equal report hold (the ids, compared in full,
-        are the token). A count greater than the last this backend saw (an erase by any
-        process) first drops what the document cache holds of the tenant."""
-        # Before the read: what a write drops meanwhile is not kept from it.
-        epoch = self._docs.epoch(ctx.tenant)
-        gated = self._gate(ctx, None, fingerprints=False, with_content=False)
-        erasures = int(gated["erasures"])
-        epoch = self._docs.erasures(ctx.tenant, erasures, epoch)
+        """One small read (gate_state.cypher). Key: the scopes the context reaches and its
+        terms, as the embedded backend's; token: the tenant's count of write transactions
+        (every write of the tenant takes its lock and is counted there, in any process),
+        which holds while no write of the tenant commits; erasures: its count of erasing
+        writes. While a counted write is still being applied (or its writer stopped before
+        recording it done) the probe is unsettled, and nothing derived under it is kept. A
+        count of erasures greater than the last this backend saw (an erase by any process)
+        first drops what the document cache holds of the tenant."""
+        self._require_schema(indexed=True)
+        tenant = ctx.tenant
+        epoch = self._docs.epoch(tenant)
+        state = self._read(
+            "gate_state",
+            tenant=tenant,
+            lock_name=lock_names([tenant])[0],
+            done_name=done_name(tenant),
+            erasures_name=erasures_name(tenant),
+            entry_scopes=list(ctx.entry_scopes),
+            as_of=micros(ctx.known_at),
+        )[0]
+        erasures = int(state["erasures"])
+        self._docs.erasures(tenant, erasures, epoch)
+        writes, done = int(state["writes"]), int(state["done"])
         key = (
-            tuple(gated["first"]),
-            tuple(gated["second"]),
-            tuple(gated["reasons"]),
-            tuple(gated["recency"]),
+            tuple(sorted(state["reached"])),
+            ctx.own_runs,
+            ctx.policy,
+            ctx.kinds,
+            ctx.clearance,
+            ctx.environment,
         )
-        return GateProbe(key, gated["ids"], (gated, epoch), erasures)
+        return GateProbe(key, writes, _Probed(writes == done), erasures)
 
     def gate_rows(self, ctx: ReadContext, probe: GateProbe) -> GateRows:
-        """The probe's report with fingerprints and survivors' text from the document cache.
+        """The gate's report (one read: each candidate's id, fingerprint tokens, drop reason,
+        recency and times, no text), with fingerprints and survivors' text from the
+        document cache, and the times between which its verdicts hold (``boundaries``).
 
         What the cache lacks is fetched by a second read. If one of those records
         changed in between (its fingerprint no longer matches the tokens), the gate
-        runs again with every fingerprint and survivor's text (rows not to keep).
+        runs again with every fingerprint and survivor's text (rows not to keep). Rows of
+        an unsettled probe, or of a read as of a knowledge time before a candidate's last
+        change (whose verdict depends on its edges' own times), are not kept either.
         """
         tenant = ctx.tenant
-        if not isinstance(probe.state, tuple):  # not this backend's probe: its own, not to keep
+        if not isinstance(probe.state, _Probed):  # not this backend's probe: its own, not to keep
             own = self.gate_rows(ctx, self.gate_probe(ctx))
             own.keep = False
             return own
-        state: tuple[dict[str, Any], int] = probe.state
-        gated, epoch = state
+        # Before the read: what a write drops meanwhile is not kept from it.
+        epoch = self._docs.epoch(tenant)
+        gated = self._gate(ctx, None, fingerprints=False, with_content=False)
+        epoch = self._docs.erasures(tenant, int(gated["erasures"]), epoch)
         ids: list[str] = gated["ids"]
         first: list[int] = gated["first"]
         second: list[int] = gated["second"]
@@ -807,7 +893,14 @@ class Neo4jBackend:
                 if survivor[k]:
                     held[ids[k]] = (text or "", None if embedding is None else tuple(embedding), model)
             self._docs.put_many(tenant, rows, epoch)
-        out = GateRows(ids, fingerprints, [_REASONS[r] for r in reasons], states=[])
+        out = GateRows(
+            ids,
+            fingerprints,
+            [_REASONS[r] for r in reasons],
+            states=[],
+            boundaries=_boundaries(gated["times"], gated["later_at"]),
+            keep=probe.state.settled and not gated["replayed"],
+        )
         assert out.states is not None
         alive = [k for k, alive in enumerate(survivor) if alive]
         for k, at in zip(alive, recency, strict=True):

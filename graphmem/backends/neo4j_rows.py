@@ -41,6 +41,7 @@ __all__ = [
     "RECORD_ROW",
     "STATUSES",
     "Tx",
+    "done_name",
     "erasures_name",
     "from_micros",
     "lock_names",
@@ -315,6 +316,12 @@ def lock_names(tenants: Iterable[str]) -> list[str]:
     """The lock nodes (lock_tenants.cypher) of ``tenants``, in the one order every
     transaction takes them in."""
     return [f"tenant-lock:{tenant}" for tenant in sorted(set(tenants))]
+
+
+def done_name(tenant: str) -> str:
+    """The name of the node holding ``tenant``'s count of finished writes (writes_done.cypher,
+    gate_state.cypher)."""
+    return f"tenant-done:{tenant}"
 
 
 def erasures_name(tenant: str) -> str:
