@@ -22,6 +22,7 @@ from typing import Protocol
 import numpy as np
 
 from graphmem.model import DropReason, GateRows
+from graphmem.model.canonical import float_reprs
 from graphmem.ranking import Document, EmbeddingKind, Prepared, Ranked, embedding_kinds, rank, rank_prepared
 from graphmem.receipts import (
     decision_fragment,
@@ -208,6 +209,7 @@ class Verdicts:
     """Gate verdicts on a set of candidates, ready for ranking and digests."""
 
     __slots__ = (
+        "_bytes",
         "_columns",
         "_digests",
         "_kinds",
@@ -235,7 +237,8 @@ class Verdicts:
         self._digests: tuple[str, bytes, list[int], dict[str, int]] | None = None
         self._usual: tuple[list[str], list[str]] | None = None
         self._kinds: frozenset[EmbeddingKind] | None = None
-        self._columns: tuple[list[str], np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._columns: tuple[list[str], np.ndarray] | None = None
+        self._bytes: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def embedding_kinds(self) -> frozenset[EmbeddingKind]:
         """The (dimensions, model) of the survivors' embeddings, found once."""
@@ -270,16 +273,24 @@ class Verdicts:
             self._usual = (usual, prefixes)
         return self._usual
 
-    def fragment_columns(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
-        """``usual_fragments`` as object arrays (usual fragments, prefixes), with the row of
-        each survivor by its position in ``corpus.index()`` (whose ids list comes first)."""
+    def index_rows(self) -> np.ndarray:
+        """The row of each survivor by its position in ``corpus.index()``."""
         ids = self.corpus.index()[0]
         if self._columns is None or self._columns[0] is not ids:
-            usual, prefixes = self.usual_fragments()
             places = self.digests()[3]
-            rows = np.fromiter((places[rid] for rid in ids), dtype=np.intp, count=len(ids))
-            self._columns = (ids, np.array(usual, dtype=object), np.array(prefixes, dtype=object), rows)
-        return self._columns
+            self._columns = (ids, np.fromiter((places[rid] for rid in ids), dtype=np.intp, count=len(ids)))
+        return self._columns[1]
+
+    def byte_columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The usual decisions' canonical JSON (``digests``) as bytes, and by row where its
+        fragment's outcome starts — after ``[id,`` — and where the fragment ends."""
+        if self._bytes is None:
+            _, usual, starts, _ = self.digests()
+            begin = np.array(starts[:-1], dtype=np.int64)
+            id_lengths = np.fromiter((len(row[1]) for row in self.rows), dtype=np.int64, count=len(self.rows))
+            ends = np.array(starts[1:], dtype=np.int64) - 1
+            self._bytes = (np.frombuffer(usual, dtype=np.uint8), begin + id_lengths + 2, ends)
+        return self._bytes
 
     @classmethod
     def of_rows(
@@ -432,23 +443,76 @@ class ViewGate:
         return digest_of_fragments(fragments)
 
     def _column_digest(self, outcomes: RankedOutcomes, ranked: Ranked) -> str:
-        """``_overwritten_digest`` of ranked outcomes, the many scored past the limit written
-        column by column: their rows from their positions, their scores' ``repr`` (as a list's
-        ``repr`` writes each float) after their prefixes; the few others one by one."""
+        """``_overwritten_digest`` of ranked outcomes, written as bytes column by column: each
+        rewritten survivor's usual outcome (after its ``[id,``) replaced by its outcome, score
+        and ``]`` (``decision_fragment``'s text)."""
         v = self.verdicts
-        _, usual, prefixes, rows_of = v.fragment_columns()
-        fragments = usual.copy()
-        chosen, matched = outcomes.chosen, outcomes.matched
-        if matched > chosen:
-            rows = rows_of[ranked.positions[chosen:matched]]
-            written = repr(ranked.scores[chosen:matched].tolist())[1:-1].split(", ")
-            fragments[rows] = prefixes[rows] + np.array(written, dtype=object) + "]"
-        ranked_rows = outcomes.ranked
-        others = [*ranked_rows[:chosen], *ranked_rows[outcomes.eligible :]]
-        places, rows_json = v.digests()[3], v.rows
-        below = DropReason.BELOW_MIN_SCORE
-        for k, (rid, score) in enumerate(others):
-            at = places[rid]
-            selected = k < chosen
-            fragments[at] = decision_fragment(rows_json[at][1], selected, None if selected else below, score)
-        return digest_of_fragments(fragments.tolist())
+        rows_of = v.index_rows()
+        chosen, matched, eligible = outcomes.chosen, outcomes.matched, outcomes.eligible
+        scored = len(ranked.positions)
+        at = np.arange(scored)
+        # 0 selected, 1 past the limit, 2 below the minimum, -1 the usual (scored zero)
+        kinds = np.where(at < chosen, 0, np.where(at < matched, 1, np.where(at < eligible, -1, 2)))
+        rows, scores = rows_of[ranked.positions], ranked.scores
+        # Those that scored zero, where selected or below the minimum.
+        selected_zero = outcomes.ranked[scored:chosen]
+        below_zero = outcomes.ranked[max(scored, eligible) :]
+        if selected_zero or below_zero:
+            places = v.digests()[3]
+            zero_rows = [places[rid] for rid, _ in selected_zero] + [places[rid] for rid, _ in below_zero]
+            rows = np.concatenate([rows, np.array(zero_rows, dtype=np.intp)])
+            kinds = np.concatenate([kinds, np.repeat([0, 2], [len(selected_zero), len(below_zero)])])
+            scores = np.concatenate([scores, np.zeros(len(zero_rows))])
+        # In row order: each rewritten row's outcome and score, placed by row.
+        kind_of = np.full(len(v.rows), -1, dtype=np.int64)
+        score_of = np.zeros(len(v.rows))
+        kind_of[rows], score_of[rows] = kinds, scores
+        rows = np.flatnonzero(kind_of >= 0)
+        kinds, scores = kind_of[rows], score_of[rows]
+        written, written_starts, written_lengths = float_reprs(scores)
+        usual, starts, ends = v.byte_columns()
+        starts, ends = starts[rows], ends[rows]
+        # The output, piece by piece, gathered from one buffer: per rewritten row, the usual
+        # bytes up to its outcome, its outcome's words, its score, "]"; then the usual rest.
+        words_at = len(usual)
+        scores_at = words_at + len(_OUTCOME_WORDS)
+        source = np.concatenate([usual, _OUTCOME_WORDS, written])
+        previous = np.concatenate([[0], ends[:-1]])
+        piece_starts = np.stack(
+            [
+                previous,
+                words_at + _OUTCOME_STARTS[kinds],
+                scores_at + written_starts,
+                words_at + _OUTCOME_STARTS[kinds] + _OUTCOME_LENGTHS[kinds],
+            ],
+            axis=1,
+        ).reshape(-1)
+        piece_lengths = np.stack(
+            [starts - previous, _OUTCOME_LENGTHS[kinds], written_lengths, np.ones(len(rows), dtype=np.int64)],
+            axis=1,
+        ).reshape(-1)
+        last = ends[-1] if len(rows) else 0
+        piece_starts = np.append(piece_starts, last)
+        piece_lengths = np.append(piece_lengths, len(usual) - last)
+        placed = np.cumsum(piece_lengths) - piece_lengths
+        out = source.take(
+            np.repeat(piece_starts - placed, piece_lengths) + np.arange(int(piece_lengths.sum()))
+        )
+        return hashlib.sha256(out.tobytes()).hexdigest()
+
+
+def _outcome_words() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What ``decision_fragment`` writes between a survivor's ``[id,`` and its score, for
+    selected (0), past the limit (1) and below the minimum (2), each followed by "]": their
+    bytes back to back, where each starts and its length (without the "]")."""
+    words = [
+        decision_fragment("", True, None, 0.0)[2:-4],
+        decision_fragment("", False, DropReason.SELECTION_LIMIT, 0.0)[2:-4],
+        decision_fragment("", False, DropReason.BELOW_MIN_SCORE, 0.0)[2:-4],
+    ]
+    lengths = np.array([len(w) + 1 for w in words], dtype=np.int64)
+    joined = "".join(w + "]" for w in words).encode("ascii")
+    return np.frombuffer(joined, dtype=np.uint8), np.cumsum(lengths) - lengths, lengths - 1
+
+
+_OUTCOME_WORDS, _OUTCOME_STARTS, _OUTCOME_LENGTHS = _outcome_words()

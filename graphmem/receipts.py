@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from graphmem.model import DropReason, ReadContext, Receipt
-from graphmem.model.canonical import canonical_json, canonical_json_with, sha256
+from graphmem.model.canonical import canonical_json, canonical_json_with, float_list_json, sha256
 
 __all__ = [
     "build_receipt",
@@ -49,7 +49,7 @@ def _embedding_json(query_embedding: Sequence[float] | None) -> dict[str, str]:
     bodies, to write it once for both (a receipt keeps floats as they are); else nothing."""
     if query_embedding is None or set(map(type, query_embedding)) != {float}:
         return {}
-    return {"query_embedding": canonical_json(list(query_embedding))}
+    return {"query_embedding": float_list_json(query_embedding)}
 
 
 def candidates_digest(candidates: Iterable[tuple[str, str]]) -> str:

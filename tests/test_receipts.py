@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import functools
+import math
+import random
 import re
+import struct
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -23,7 +26,7 @@ from graphmem import (
     Status,
     Trust,
 )
-from graphmem.model.canonical import canonical_json, canonical_json_with, sha256
+from graphmem.model.canonical import canonical_json, canonical_json_with, float_list_json, float_reprs, sha256
 from graphmem.ranking import SELECTOR_VERSION
 from tests.conftest import KNOWN, T0
 
@@ -400,6 +403,44 @@ def test_canonical_json_with_values_written_already_is_canonical_json(
     keys = data.draw(st.sets(st.sampled_from(sorted(value))) if value else st.just(set()))
     written = {key: canonical_json(value[key]) for key in keys}
     assert canonical_json_with(value, written) == canonical_json(value)
+
+
+_FINITE = st.floats(allow_nan=False, allow_infinity=False)
+# Floats about where repr's notation changes (10^-4 and 10^16), and as scores and embeddings are.
+_EDGES = st.sampled_from([0.0, -0.0, 1e-4, 9.999999999999999e-05, 1e-05, 1e16, 9999999999999998.0, 5e-324])
+_SCORES = st.floats(0.0, 1.0).map(lambda s: round(s, 9))
+
+
+@given(values=st.lists(st.one_of(_FINITE, _EDGES, _SCORES, st.floats(-1e-3, 1e-3)), max_size=60))
+@settings(max_examples=400, deadline=None)
+def test_floats_are_written_as_repr_and_json_write_them(values: list[float]) -> None:
+    """The fast float writers (orjson, and repr where its notation differs) write every finite
+    float byte for byte as ``repr`` and canonical JSON do."""
+    written, starts, lengths = float_reprs(values)
+    text = written.tobytes()
+    assert [
+        text[a : a + n].decode("ascii") for a, n in zip(starts.tolist(), lengths.tolist(), strict=True)
+    ] == [repr(v) for v in values]
+    assert float_list_json(values) == canonical_json(values)
+
+
+def test_floats_are_written_as_repr_over_every_bit_pattern() -> None:
+    """200,000 floats from random bit patterns (every exponent) and 100,000 like embeddings."""
+    rng = random.Random(11)
+    values = [rng.gauss(0.0, 0.05) for _ in range(100_000)]
+    while len(values) < 300_000:
+        value = struct.unpack("<d", rng.randbytes(8))[0]
+        if math.isfinite(value):
+            values.append(value)
+    written, starts, lengths = float_reprs(values)
+    text = written.tobytes()
+    wrong = [
+        v
+        for v, a, n in zip(values, starts.tolist(), lengths.tolist(), strict=True)
+        if text[a : a + n] != repr(v).encode()
+    ]
+    assert wrong == []
+    assert float_list_json(values[:5000]) == canonical_json(values[:5000])
 
 
 def test_a_hybrid_receipt_digests_its_query_embedding_as_canonical_json(

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["canonical_json", "canonical_json_with", "sha256"]
+import numpy as np
+import orjson
+
+__all__ = ["canonical_json", "canonical_json_with", "float_list_json", "float_reprs", "sha256"]
 
 
 def canonical_json(value: Any) -> str:
@@ -33,3 +36,51 @@ def canonical_json_with(value: Mapping[str, Any], written: Mapping[str, str]) ->
 
 def sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def float_reprs(values: Sequence[float] | np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``repr`` of each of ``values`` (finite floats) in ASCII, as JSON writes a float: (the
+    bytes, where each one starts in them, its length).
+
+    orjson writes each float as the shortest decimal that reads back as it, as ``repr`` does
+    (the digits are unique), in positional notation; ``repr`` switches to an exponent below
+    10^-4 and from 10^16 on, so those few are written by ``repr`` itself, after the rest."""
+    floats = np.ascontiguousarray(values, dtype=np.float64)
+    if not len(floats):
+        return np.zeros(0, dtype=np.uint8), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    text = np.frombuffer(orjson.dumps(floats, option=orjson.OPT_SERIALIZE_NUMPY), dtype=np.uint8)
+    commas = np.flatnonzero(text == ord(","))
+    starts = np.concatenate([[1], commas + 1])
+    lengths = np.concatenate([commas, [len(text) - 1]]) - starts
+    size = np.abs(floats)
+    odd = np.flatnonzero(((size < 1e-4) & (size != 0.0)) | (size >= 1e16))
+    if not len(odd):
+        return text, starts, lengths
+    texts = [repr(v).encode("ascii") for v in floats[odd].tolist()]
+    sizes = np.array([len(t) for t in texts], dtype=np.int64)
+    starts[odd] = len(text) + np.cumsum(sizes) - sizes
+    lengths[odd] = sizes
+    return np.concatenate([text, np.frombuffer(b"".join(texts), dtype=np.uint8)]), starts, lengths
+
+
+def float_list_json(values: Sequence[float]) -> str:
+    """``canonical_json(list(values))`` of finite floats: orjson's text, with the few floats
+    ``repr`` writes with an exponent (``float_reprs``) written by ``repr``."""
+    floats = np.ascontiguousarray(values, dtype=np.float64)
+    text = orjson.dumps(floats, option=orjson.OPT_SERIALIZE_NUMPY).decode("ascii")
+    size = np.abs(floats)
+    odd = np.flatnonzero(((size < 1e-4) & (size != 0.0)) | (size >= 1e16)).tolist()
+    if not odd:
+        return text
+    bounds = [
+        0,
+        *(np.flatnonzero(np.frombuffer(text.encode("ascii"), dtype=np.uint8) == ord(",")).tolist()),
+        len(text) - 1,
+    ]
+    pieces: list[str] = []
+    done = 0
+    for i in odd:
+        pieces += (text[done : bounds[i] + 1], repr(float(floats[i])))
+        done = bounds[i + 1]
+    pieces.append(text[done:])
+    return "".join(pieces)
