@@ -38,23 +38,30 @@ def sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def float_reprs(values: Sequence[float] | np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``repr`` of each of ``values`` (finite floats) in ASCII, as JSON writes a float: (the
-    bytes, where each one starts in them, its length).
+def _orjson_floats(values: Sequence[float] | np.ndarray) -> tuple[np.ndarray, bytes, list[int]]:
+    """(the floats, orjson's JSON array of them, the places of those ``repr`` writes with an
+    exponent — below 10^-4 and from 10^16 on — where orjson writes them positionally).
 
     orjson writes each float as the shortest decimal that reads back as it, as ``repr`` does
-    (the digits are unique), in positional notation; ``repr`` switches to an exponent below
-    10^-4 and from 10^16 on, so those few are written by ``repr`` itself, after the rest."""
+    (the digits are unique); only the notation of those places differs."""
     floats = np.ascontiguousarray(values, dtype=np.float64)
+    text = orjson.dumps(floats, option=orjson.OPT_SERIALIZE_NUMPY)
+    size = np.abs(floats)
+    return floats, text, np.flatnonzero(((size < 1e-4) & (size != 0.0)) | (size >= 1e16)).tolist()
+
+
+def float_reprs(values: Sequence[float] | np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``repr`` of each of ``values`` (finite floats) in ASCII, as JSON writes a float: (the
+    bytes, where each one starts in them, its length); orjson's text, the few floats with an
+    exponent (``_orjson_floats``) written by ``repr`` after it."""
+    floats, json_text, odd = _orjson_floats(values)
     if not len(floats):
         return np.zeros(0, dtype=np.uint8), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    text = np.frombuffer(orjson.dumps(floats, option=orjson.OPT_SERIALIZE_NUMPY), dtype=np.uint8)
+    text = np.frombuffer(json_text, dtype=np.uint8)
     commas = np.flatnonzero(text == ord(","))
     starts = np.concatenate([[1], commas + 1])
     lengths = np.concatenate([commas, [len(text) - 1]]) - starts
-    size = np.abs(floats)
-    odd = np.flatnonzero(((size < 1e-4) & (size != 0.0)) | (size >= 1e16))
-    if not len(odd):
+    if not odd:
         return text, starts, lengths
     texts = [repr(v).encode("ascii") for v in floats[odd].tolist()]
     sizes = np.array([len(t) for t in texts], dtype=np.int64)
@@ -64,19 +71,14 @@ def float_reprs(values: Sequence[float] | np.ndarray) -> tuple[np.ndarray, np.nd
 
 
 def float_list_json(values: Sequence[float]) -> str:
-    """``canonical_json(list(values))`` of finite floats: orjson's text, with the few floats
-    ``repr`` writes with an exponent (``float_reprs``) written by ``repr``."""
-    floats = np.ascontiguousarray(values, dtype=np.float64)
-    text = orjson.dumps(floats, option=orjson.OPT_SERIALIZE_NUMPY).decode("ascii")
-    size = np.abs(floats)
-    odd = np.flatnonzero(((size < 1e-4) & (size != 0.0)) | (size >= 1e16)).tolist()
+    """``canonical_json(list(values))`` of finite floats: orjson's text, the few floats with
+    an exponent (``_orjson_floats``) spliced in as ``repr`` writes them."""
+    floats, json_text, odd = _orjson_floats(values)
+    text = json_text.decode("ascii")
     if not odd:
         return text
-    bounds = [
-        0,
-        *(np.flatnonzero(np.frombuffer(text.encode("ascii"), dtype=np.uint8) == ord(",")).tolist()),
-        len(text) - 1,
-    ]
+    commas = np.flatnonzero(np.frombuffer(json_text, dtype=np.uint8) == ord(",")).tolist()
+    bounds = [0, *commas, len(text) - 1]
     pieces: list[str] = []
     done = 0
     for i in odd:
