@@ -208,6 +208,7 @@ _CUE_WORDS: dict[str, tuple[str, ...]] = {
         r"recuerda|memoria|siempre|a\s+partir\s+de\s+ahora|lembr\w*|sempre|para\s+sempre|d'ora\s+in\s+poi|"
         r"ricorda|onthoud|altijd|od\s+teraz|zawsze|zapamietaj|her\s+zaman|запомни|всегда|"
         r"с\s+этого\s+момента|теперь)\b|记住|永远|以后|今後|常に|앞으로|기억",
+        r"\bakl[iı]nda\s+tut\w*|\bbundan\s+sonra\w*|تذك",
     ),
     "hide": _lex(
         r"\b(?:don't|do\s+not|never|without)\s+(?:tell|telling|mention\w*|reveal\w*|inform\w*|ask\w*|"
@@ -241,6 +242,78 @@ _CUE_WORDS: dict[str, tuple[str, ...]] = {
         r"demain|lunes|martes|miercoles|jueves|viernes|manana|segunda|sexta|amanha|lunedi|venerdi|"
         r"domani|maandag|vrijdag|morgen|poniedzialek|piatek|jutro|pazartesi|cuma|yarin|"
         r"понедельник\w*|пятниц\w*|завтра)\b|周一|周五|星期|明天|月曜|金曜|明日|월요일|금요일|내일",
+    ),
+    # Addressed to whatever processes the text ("whoever summarises this", "when this ticket is
+    # processed", "tools that read this page"): the plain-language attack's addressee.
+    "processor": (
+        r"\b(?:whoever|anyone|anybody|everyone|any\s+(?:agent|tool|bot|program|system|assistant|model|reader|summari[sz]er))\s+(?:who\s+|that\s+|which\s+)?(?:\w+\s+)?(?:reads?|reading|summari[sz]\w*|process\w*|handl\w*|answer\w*|repl\w*|respond\w*|compil\w*|sync\w*|open\w*|review\w*|index\w*|pars\w*|ingest\w*|has\s+(?:access|repo)|with\s+access)\b",
+        r"\bif\s+(?:you\s+are|you're)\s+(?:an?\s+)?(?:compiling|summari[sz]ing|reading|processing|parsing|indexing|triaging|answering|automated|ai|bot|program|tool|agent|assistant|model|language\s+model)\b",
+        r"\b(?:when|while|before|after|once|as)\s+(?:this|these|the|my)\s+(?:\w+\s+){0,2}(?:gets?|is|are|got)\s+(?:processed|summari[sz]ed|read|parsed|indexed|ingested|synced|imported|handled|triaged|answered|reviewed)\b",
+        r"\b(?:before|when|while|after|in)\s+(?:closing|summari[sz]ing|processing|answering|replying\s+to|responding\s+to|handling|reading|triaging|indexing|compiling)\s+(?:this|these|the|that|any)\b",
+        r"\b(?:agents?|tools?|bots?|programs?|scripts?|systems?|pipelines?|automations?|models?|assistants?|summari[sz]ers?|crawlers?|integrations?)\s+(?:that|which|who)\s+(?:\w+\s+)?(?:reads?|process\w*|syncs?|summari[sz]\w*|index\w*|runs?|parses?|handles?|ingests?|opens?)\b",
+        r"\b(?:agents?|tools?|programs?|bots?|scripts?|integrations?)\s+(?:syncing|reading|processing|summari[sz]ing|running|parsing|indexing)\b",
+        r"\b(?:note|message|instruction|notice)\s+(?:to|for)\s+(?:the\s+|any\s+)?(?:tool|agent|bot|program|assistant|system|model|summari[sz]er|reader|automation|ai)\b",
+        r"\b(?:wer|jeder,?\s+der|alle,?\s+die)\s+(?:\w+\s+){0,4}(?:zusammenfasst|liest|lesen|bearbeitet|beantwortet|verarbeitet|auswertet|zusammenfassen)\b",
+        r"\bbeim\s+(?:bearbeiten|zusammenfassen|beantworten|lesen|verarbeiten|auswerten)\b|\b(?:programme|tools|werkzeuge|agenten|systeme|assistenten)\s*,\s*die\b",
+        r"\b(?:quiconque|celui\s+qui|celle\s+qui|toute\s+personne\s+qui|qui\s+que\s+ce\s+soit\s+qui)\s+(?:\w+\s+){0,3}(?:lit|lira|resume|resumera|traite|traitera|repond|repondra)\b",
+        r"\ben\s+(?:traitant|resumant|repondant\s+a|lisant)\b|\bsi\s+vous\s+etes\s+(?:un\s+)?(?:programme|outil|agent|assistant|robot|ia)\b|\b(?:pour\s+les|aux)\s+(?:programmes|outils|agents|assistants)\s+qui\b",
+        r"\b(?:quien|el\s+que|la\s+que|cualquiera\s+que)\s+(?:\w+\s+){0,3}(?:lea|resuma|procese|responda|conteste|reciba|gestione)\b|\bal\s+(?:procesar|resumir|responder|leer|tramitar|gestionar)\b",
+        r"\b(?:quem|quem\s+quer\s+que|aquele\s+que)\s+(?:\w+\s+){0,3}(?:ler|resumir|processar|responder|leia|resuma|processe|responda)\b|\bao\s+(?:processar|resumir|responder|ler|tratar)\b",
+        r"\b(?:chi|chiunque)\s+(?:\w+\s+){0,3}(?:legge|riassume|elabora|risponde|legga|riassuma|elabori|gestisce|gestisca)\b|\bnel\s+(?:rispondere|riassumere|elaborare|gestire)\b",
+        r"\b(?:wie|iedereen\s+die)\s+(?:\w+\s+){0,3}(?:leest|samenvat|verwerkt|beantwoordt)\b|\bbij\s+het\s+(?:verwerken|samenvatten|beantwoorden|lezen)\b|\bverwerk\s+(?:dit|deze)\b",
+        r"\b(?:kto|ktokolwiek|ten,?\s+kto)\s+(?:\w+\s+){0,3}(?:czyta|streszcza|przetwarza|odpowiada|bedzie)\b|\b(?:dla|do)\s+narzedzi\w*\b|\bprzy\s+(?:przetwarzaniu|streszczaniu|odpowiadaniu)\b",
+        r"\b(?:okuyan|ozetleyen|isleyen|yanitlayan|cevaplayan|okuyacak|ozetleyecek)\w*\b|\b(?:islerken|ozetlerken|yanitlarken|cevaplarken|okurken)\b",
+        r"\b(?:кто|тот,?\s+кто|любой,?\s+кто|каждый,?\s+кто)\s+(?:\w+\s+){0,3}(?:читает|будет|пересказ\w*|обрабат\w*|отвеча\w*|резюмир\w*)|\bпри\s+(?:обработке|ответе|пересказе)\b",
+        r"(?:阅读|总结|处理|回答|回复|读到)(?:这|本|此)|(?:根据|基于)(?:这|本|此).{0,4}(?:回答|回复)|(?:要約|処理|返信|回答)する(?:人|ツール|プログラム|とき|際)|をもとに答える|(?:ツール|プログラム)は|(?:요약|처리|답변)하는\s*(?:사람|도구|프로그램|경우|때)",
+        r"عند\s+معالجة|من\s+يقرأ|من\s+يلخص",
+    ),
+    # Checks and rules declared suspended: "without further checks", "the rules do not apply".
+    "waiver": (
+        r"\b(?:rules?|checks?|verifications?|approvals?|polic(?:y|ies)|restrictions?|procedures?|limits?|safeguards?|filters?|guidelines?|requirements?|controls?|process)\s+(?:\w+\s+){0,2}(?:are|is|have\s+been|has\s+been|were|was)\s+(?:\w+\s+)?(?:suspended|switched\s+off|turned\s+off|disabled|lifted|waived|void|removed|not\s+required|not\s+needed|no\s+longer|off|paused|bypassed)\b",
+        r"\b(?:without|no)\s+(?:any\s+)?(?:further\s+|additional\s+|extra\s+|more\s+)?(?:checks?|verification|approval|confirmation|questions|asking|warnings?|review|sign-?off)\b",
+        r"\b(?:do|does)\s+not\s+apply\b|\b(?:considered|treated\s+as|counts?\s+as|deemed|regarded\s+as)\s+(?:pre-?)?(?:approved|authori[sz]ed|verified|cleared)\b|\bno\s+(?:receipt|approval|verification|id|identity\s+check)\s+(?:is\s+)?(?:needed|required)\b|\bexempt\w*\b",
+        r"\b(?:ohne|keine)\s+(?:weitere\s+)?(?:ruckfrage|prufung|kontrolle|freigabe|genehmigung|bestatigung)\w*|\b(?:ausser\s+kraft|ausgesetzt|aufgehoben|nicht\s+erforderlich|gelten\s+\w+\s*\w*\s*nicht|gilt\s+\w+\s*\w*\s*nicht)\b|\bals\s+freigegeben\b",
+        r"\b(?:sans|aucune?)\s+(?:autre\s+)?(?:verification|controle|validation|confirmation|approbation)\w*|\b(?:est|sont)\s+(?:suspendue?s?|levee?s?|desactivee?s?)\b|\bne\s+s'appliquen?t\s+pas\b|\bderogation\b",
+        r"\bsin\s+(?:mas\s+)?(?:verificacion\w*|control\w*|validacion\w*|confirmacion\w*|aprobacion\w*|preguntar)\b|\b(?:quedan?|estan?)\s+(?:suspendid\w+|desactivad\w+|anulad\w+)\b|\bno\s+(?:se\s+)?aplica\w*\b",
+        r"\bsem\s+(?:mais\s+)?(?:verificac\w*|control\w*|validac\w*|confirmac\w*|aprovac\w*)|\b(?:suspens\w+|desativad\w+)\b|\bnao\s+se\s+aplica\w*\b",
+        r"\bsenza\s+(?:ulteriori\s+)?(?:verific\w*|controll\w*|conferm\w*|approvazion\w*)|\b(?:sono|e)\s+(?:sospes\w+|disattivat\w+)\b|\bnon\s+(?:servono|si\s+applica\w*|valgono)\b|\bconsidera\w*\s+approvat\w*",
+        r"\bzonder\s+(?:verdere\s+)?(?:controle|verificatie|goedkeuring|bevestiging)\b|\b(?:opgeschort|uitgeschakeld|vervallen|niet\s+van\s+toepassing)\b",
+        r"\bbez\s+(?:dalszej\s+|dodatkowej\s+)?(?:weryfikacji|kontroli|zatwierdzenia|potwierdzenia|pytania)\b|\b(?:zawieszon\w+|wylaczon\w+|nie\s+obowiazuj\w*)\b",
+        r"\b(?:gecersiz\w*|gecerli\s+degil\w*|askiya\s+alin\w*|gerek\s+yok|onaysiz|kontrolsuz)\b",
+        r"\bбез\s+(?:дополнительн\w+\s+)?(?:проверк\w*|подтвержден\w*|согласован\w*|вопросов)\b|\b(?:отменен\w*|приостановлен\w*|не\s+действу\w*|не\s+применя\w*)\b",
+        r"不需要(?:再)?(?:走)?(?:审批|验证|审核|确认)|无需(?:审批|验证|审核|确认)|不受.{0,6}限制|视为.{0,8}批准|(?:规则|规定).{0,4}(?:暂停|失效|取消)|(?:確認|承認|審査)(?:は)?不要|(?:規則|ルール).{0,6}(?:停止|無効)|承認済み|(?:확인|승인|검증)\s*(?:없이|불필요)|규칙.{0,6}(?:중단|무효)",
+    ),
+    # The answer made to assert something: "say that", "if anyone asks, tell them".
+    "claim_that": (
+        r"\b(?:say|says|claim|claims|state|assert|insist|pretend|tell\s+(?:them|her|him|everyone|people|customers|users|readers|anyone|the\s+\w+))\s+(?:\w+\s+)?that\b|\btell\s+(?:whoever|anyone|everyone|everybody|her|him|them|the\s+(?:traveller|customer|user|reader|caller|client)s?)\b",
+        r"\b(?:should|must|shall|to|will)\s+(?:say|claim|state|assert|insist|tell\s+\w+)\b|\b(?:if|when)\s+(?:anyone|someone|anybody|a\s+customer|people|they)\s+asks?\b|\bsaying\s+that\b",
+        r"\b(?:behaupte\w*|sag\w*|erklar\w*|mitteil\w*)\s*,?\s*(?:\w+\s*,?\s*)?dass\b|\bist\s+zu\s+sagen\b|\bwenn\s+(?:jemand|einer)\s+(?:fragt|nachfragt)\b",
+        r"\b(?:dire|dites|dis|affirmer|affirmez|pretendre|pretendez|indiquer|indiquez|en\s+disant)\s+(?:\w+\s+)?qu(?:e|')|\bsi\s+(?:quelqu'un|on)\s+(?:demande|pose)\b",
+        r"\b(?:decir|diga|di|afirmar|afirme|asegurar|asegure|contestar|conteste)\s+(?:\w+\s+)?que\b|\bsi\s+alguien\s+pregunta\b",
+        r"\b(?:dizer|diga|afirmar|afirme|declarar|declare)\s+(?:\w+\s+)?que\b|\bse\s+alguem\s+perguntar\b",
+        r"\b(?:dire|dica|affermare|affermi|sostenere|sostenga|va\s+detto|dite)\s+(?:\w+\s+)?che\b|\bse\s+qualcuno\s+chiede\b",
+        r"\b(?:zeggen|zeg|beweren|beweer|melden|meld)\s+(?:\w+\s+)?dat\b|\bals\s+iemand\s+vraagt\b",
+        r"\b(?:powiedz|powiedziec|twierdz\w*|napisz|pisac)\s+(?:\w+\s+)?,?\s*ze\b|\bjesli\s+ktos\s+zapyta\b",
+        r"(?:gunu|gini|gını|digini)\s+(?:soyle|yaz|belirt|iddia)\w*|\bdiye\s+(?:soyle|yaz|belirt)\w*|\bsorarsa\b",
+        r"\b(?:скажи|говори|сообщи|утверждай|напиши|заяви|сказать|сообщить|утверждать)\w*\s*(?:\w+\s*)?,?\s*что\b|\bесли\s+кто-?то\s+спросит\b",
+        r"(?:就|要|请|应|都)(?:说|告诉|声称|表示)|声称|と(?:伝えて|言って|答えて|主張)|(?:라고|다고)\s*(?:말|전|답)",
+    ),
+    # The reader's task replaced: "instead of summarising", "statt", "zamiast".
+    "instead": (
+        r"\b(?:instead\s+of|rather\s+than|in\s+place\s+of)\b|\b(?:replaced|substituted)\s+(?:by|with)\b|\binstead\b",
+        r"\b(?:statt|anstatt|anstelle|stattdessen|lieber)\b|\b(?:au\s+lieu\s+de|plutot\s+que)\b|\b(?:en\s+lugar\s+de|en\s+vez\s+de)\b|\b(?:em\s+vez\s+de|ao\s+inves\s+de|em\s+lugar\s+de)\b",
+        r"\b(?:invece\s+di|anziche|al\s+posto\s+di)\b|\bin\s+plaats\s+van\b|\bzamiast\b|\byerine\b|\b(?:вместо|взамен)\b|而不是|代替|不要总结|代わりに|ではなく|대신",
+    ),
+    # Obligation without "you": "the answer must", "soll", "doit", "должен".
+    "third_modal": (
+        r"\b(?:should|must|shall|is\s+to\s+be|are\s+to\s+be|has\s+to\s+be|have\s+to\s+be|needs?\s+to\s+be)\b",
+        r"\b(?:soll|sollen|muss|mussen|ist\s+zu|sind\s+zu)\b|\b(?:doit|doivent|devra|devront)\b|\b(?:debe|deben|debera|deberan)\b|\b(?:deve|devem|devera|devono|vanno|va\s+\w+to)\b",
+        r"\b(?:moet|moeten|dient|dienen)\b|\b(?:musi|musza|nalezy)\b|\b(?:должен|должна|должно|должны|нужно|надо|следует)\b|必须|应该|应当|べき|こと。?$|해야",
+    ),
+    # What exfiltration asks for: passwords, keys, phone numbers, addresses.
+    "sensitive_data": (
+        r"\b(?:passwords?|credentials?|api\s+keys?|keys?|tokens?|secrets?|phone\s+numbers?|(?:e-?mail\s+)?addresses|contacts?|customer\s+(?:list|data|records)|card\s+numbers?|iban|ssn|vault|reset\s+links?)\b",
+        r"\b(?:passw\w*|zugangsdaten|kennw\w*|mot\s+de\s+passe|mots\s+de\s+passe|contrasen\w*|senhas?|chiav\w*|wachtwoord\w*|hasl\w*|sifre\w*|пароль\w*|пароли|ключ\w*|telefon\w*|indirizz\w*|adress\w*|direcc\w*|endereco\w*)\b|密码|密碼|パスワード|비밀번호|كلمات\s+المرور",
     ),
     "question": (r"\?\s*$", "？"),
 }
