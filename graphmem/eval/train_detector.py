@@ -20,6 +20,7 @@ from __future__ import annotations
 import array
 import base64
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -43,7 +44,7 @@ from graphmem.policy.detector import (
 
 __all__ = ["PART_WEIGHTS", "VARIANTS", "train", "training_texts"]
 
-VERSION = "injection-lr-3"
+VERSION = "injection-lr-4"
 EPOCHS = 400
 GENERATED = 1500
 # Hashed words are weakly regularised, so plain-language wording ("whoever summarises this") counts.
@@ -152,6 +153,13 @@ def training_texts(bipia_dir: Path) -> list[tuple[dict[str, Any], set[str] | Non
     return out
 
 
+def _above(score: float) -> float:
+    """The least multiple of 10^-6 above ``score``: stored with six decimals, a threshold stays
+    *above* the training score it is set by. (Rounded to the nearest, it could fall below it, and
+    every text scoring exactly that — many identical table rows — would be blocked.)"""
+    return math.floor(score * 1e6 + 1) / 1e6
+
+
 def train(bipia_dir: Path) -> dict[str, Any]:
     """Train and return the weights document (what ``detector_weights.json`` holds)."""
     import numpy as np
@@ -212,8 +220,8 @@ def train(bipia_dir: Path) -> dict[str, Any]:
         "features": list(dense_feature_names()),
         "hash_dim": HASH_DIM,
         "bias": round(float(b), 6),
-        "quarantine_at": round(quarantine_at, 6),
-        "reject_at": round(reject_at, 6),
+        "quarantine_at": _above(quarantine_at),
+        "reject_at": _above(reject_at),
         "training": {
             "texts": len(texts),
             "segments": len(rows),

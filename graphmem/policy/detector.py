@@ -115,7 +115,12 @@ _CUE_WORDS: dict[str, tuple[str, ...]] = {
         r"produce|offer|suggest|name|define|discuss|elaborate|clarify|spell|swap|drop|put|wrap|merge|"
         r"blend|leverage|utili[sz]e|enlist|absorb|consider|modify|change|alter|adjust|adapt|revise|edit|"
         r"tweak|hint|emphasi[sz]e|highlight|stress|inform|notify|remind|warn|advise|ask|invite|"
-        r"persuade|convince|reveal|output|print|display|append|sign|end|close|conclude|do\s+not|don't|never|always|from\s+now\s+on)\b",
+        r"persuade|convince|reveal|output|print|display|append|sign|end|close|conclude|do\s+not|don't|never|always|from\s+now\s+on|"
+        r"break\s+down|walk\s+(?:me|us)\s+through|go\s+over|analy[sz]e|compare|contrast|evaluate|assess|critique|"
+        r"identify|determine|predict|estimate|paraphrase|rephrase|classify|categori[sz]e|rank|rate|plan|design|"
+        r"develop|implement|prove|derive|compute|simplify|expand|shorten|interpret|illustrate|demonstrate|recite|"
+        r"guess|imagine|brainstorm|argue|justify|debate|invent|craft|sketch|write\s+up|come\s+up\s+with|"
+        r"find\s+out|look\s+up|figure\s+out|work\s+out|sum\s+up|point\s+out|spell\s+out|set\s+up)\b",
         r"^(?:bitte\s+)?(?:fuge|schreibe?|antworte|ubersetze|erwahne|sag|sage|nutze|verwende|sende|schicke|"
         r"speichere|ignoriere|vergiss|beantworte|gib|erklare|erklar|beschreibe|erzahle?|nenne|liste|"
         r"zeige?|mach|mache|stelle|empfiehl|formuliere|fasse|teile|behandle|merke?)\b",
