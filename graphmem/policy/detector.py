@@ -215,6 +215,31 @@ _CUE_WORDS: dict[str, tuple[str, ...]] = {
         r"с\s+этого\s+момента|теперь)\b|记住|永远|以后|今後|常に|앞으로|기억",
         r"\bakl[iı]nda\s+tut\w*|\bbundan\s+sonra\w*|تذك",
     ),
+    # Committing something to memory, in the forms a note to a reader takes (imperative, formal,
+    # infinitive): "make a note that", "merken Sie sich", "retenez", "da memorizzare", "zafiksirovat'".
+    "memory_verb": _lex(
+        r"\b(?:remember\w*|memori[sz]\w*|make\s+a\s+note|take\s+note|note\s+(?:that|down|for)|keep\s+in\s+mind|"
+        r"bear\s+in\s+mind|store\s+(?:this|that|it)|save\s+(?:this|that|it|for)|record\s+(?:this|that|it)|log\s+(?:this|that)|"
+        r"keep\s+(?:\w+\s+)?on\s+file|keep\s+(?:\w+\s+)?in\s+(?:\w+\s+)?memory|(?:garder|gardez|garde)\s+en\s+memoire)\b",
+        r"\b(?:merk\w*|speicher\w*|notier\w*|behalt\w*|retiens|retenez|retenir|memoris\w*|note[sz]?\s+que|"
+        r"recuerd\w*|memoriz\w*|guard\w*|apunt\w*|anot\w*|lembr\w*|registr\w*|ricord\w*|memorizz\w*|annot\w*|"
+        r"onthoud\w*|sla\s+\w+\s+(?:\w+\s+)?op|noteer\w*|zapamieta\w*|zapisz\w*|zanotuj\w*|hatirla\w*|unutma\w*|"
+        r"запомн\w*|зафиксир\w*|запиш\w*|сохран\w*)\b|\bakl[iı]nda\s+tut\w*|记住|记下|牢记|覚えて|記憶して|기억해|تذك",
+    ),
+    # How long something is to hold: "from now on", "for later", "for all future requests", "next time".
+    "persistence": _lex(
+        r"\b(?:from\s+now\s+on|henceforth|going\s+forward|permanently|forever|for\s+later|next\s+time|"
+        r"(?:all|any|every)\s+(?:future|later|upcoming|next)|(?:the\s+)?rest\s+of\s+(?:this|the)|in\s+(?:the\s+)?future|"
+        r"from\s+today|as\s+of\s+today|every\s+time|each\s+time)\b",
+        r"\b(?:ab\s+sofort|ab\s+jetzt|kunftig\w*|fur\s+spater|in\s+zukunft|dauerhaft|desormais|a\s+l'avenir|"
+        r"(?:les\s+|toutes?\s+les\s+)?prochaine?s|pour\s+la\s+suite|a\s+partir\s+de\s+(?:maintenant|aujourd'hui)|"
+        r"de\s+aqui\s+en\s+adelante|en\s+adelante|a\s+partir\s+de\s+ahora|en\s+el\s+futuro|(?:los\s+)?proxim[oa]s|"
+        r"daqui\s+em\s+diante|de\s+agora\s+em\s+diante|permanentemente|d'ora\s+in\s+poi|in\s+futuro|future?|prossim\w*|"
+        r"voortaan|vanaf\s+nu|voor\s+later|od\s+teraz|na\s+przyszlosc|w\s+przyszlosci|bundan\s+sonra\w*|"
+        r"bundan\s+boyle|gelecekte|на\s+будущее|впредь|в\s+дальнейшем|с\s+этого\s+момента|отныне)\b|"
+        r"\b(?:para\s+siempre|para\s+sempre|per\s+sempre|pour\s+toujours|fur\s+immer|voor\s+altijd|na\s+zawsze|"
+        r"навсегда)\b|以后|今后|下次|将来|永远|今後|次回|これから|앞으로|다음에|دائما|القادمة",
+    ),
     "hide": _lex(
         r"\b(?:don't|do\s+not|never|without)\s+(?:tell|telling|mention\w*|reveal\w*|inform\w*|ask\w*|"
         r"explain\w*|notify\w*|let\s+\w+\s+know)\b|\b(?:secretly|quietly|silently|covertly)\b",
