@@ -99,6 +99,12 @@ _CUE_WORDS: dict[str, tuple[str, ...]] = {
         r"\b(?:tu|su|ta|votre|deine|ihre|sua|tua|la\s+tua|je|uw|twoj\w*|cevab\w*)\s+(?:\w+\s+)?(?:respuesta|"
         r"reponse|antwort|resposta|risposta|antwoord|odpowiedz\w*)\b",
         r"\b(?:ответ\w*|cevab\w*|yanit\w*)\b|回答|回复|答复|返答|返信|답변|대답",
+        # The reader's product named with an article: "la réponse", "die Zusammenfassung", "i riassunti".
+        r"\b(?:la|les|le|ce|chaque|toute|die|jede|alle|las|cada|toda|cualquier|a|as|qualquer|le|ogni|i|"
+        r"de|het|elke|each|every|any|all)\s+(?:\w+\s+)?(?:reponses?|resumes?|syntheses?|antworten?|"
+        r"zusammenfassung\w*|respuestas?|resumen\w*|respostas?|resumos?|rispost\w*|riassunt\w*|"
+        r"antwoord\w*|samenvatting\w*|summar(?:y|ies)|repl(?:y|ies)|answers?|responses?)\b",
+        r"\b(?:odpowiedz\w*|streszczeni\w*|podsumowani\w*|ozet\w*|пересказ\w*|резюме|сводк\w*)\b|总结|摘要|要約|요약",
     ),
     "you_modal": _lex(
         r"\byou\s+(?:must|should|need\s+to|have\s+to|will|are\s+to|shall|may\s+now|can\s+now)\b",
@@ -169,6 +175,18 @@ _CUE_WORDS: dict[str, tuple[str, ...]] = {
         r"latim|latino|inglese|francese|tedesco|giapponese|engels|duits|frans|angielsku|rosyjsku|"
         r"английском|русском|китайском|немецком)\b",
         r"(?:用|以)(?:英文|英语|中文|日语|法语)|(?:英語|日本語|中国語)で|영어로|일본어로",
+        # Language names as each language writes them, after its "in": "en russe", "in het Chinees".
+        r"\b(?:en|in\s+het|in|auf|em|na|по|po)[\s-]+(?:anglais|francais|allemand|espagnol|italien|russe|chinois|"
+        r"japonais|arabe|portugais|neerlandais|polonais|turc|coreen|ingles|frances|aleman|italiano|ruso|"
+        r"portugues|holandes|polaco|turco|coreano|arabe|englisch|franzosisch|spanisch|italienisch|russisch|"
+        r"chinesisch|japanisch|arabisch|latein|polnisch|turkisch|koreanisch|inglese|francese|spagnolo|"
+        r"russo|cinese|arabo|olandese|polacco|coreano|engels|frans|duits|spaans|italiaans|russisch|chinees|"
+        r"japans|arabisch|latijn|pools|turks|koreaans|angielsk\w*|francusk\w*|niemieck\w*|hiszpansk\w*|"
+        r"wlosk\w*|rosyjsk\w*|chinsk\w*|japonsk\w*|английск\w*|французск\w*|немецк\w*|"
+        r"испанск\w*|итальянск\w*|китайск\w*|японск\w*|арабск\w*)\b",
+        r"\b(?:ingilizce|fransızca|fransizca|almanca|ispanyolca|italyanca|rusca|cince|japonca|arapca|"
+        r"латиниц\w*|транслит\w*|кириллиц\w*)\b|(?:英语|法语|德语|俄语|日语|西班牙语|英文|中文)(?:写|回答|回复)|"
+        r"(?:フランス語|ドイツ語|ロシア語|英語|中国語)(?:で|だけ)|(?:프랑스어|독일어|러시아어|중국어|영어)로",
     ),
     "output_transform": _lex(
         r"\b(?:base64|hex(?:adecimal)?|morse|rot13|binary|emoji\w*|uppercase|upper\s+case|lowercase|"
