@@ -132,15 +132,15 @@ def evaluate(
     return result
 
 
-DATASETS = ("corpus", "handwritten-dev", "bipia-dev", "generated-dev", "heldout")
+DATASETS = ("corpus", "handwritten-dev", "bipia-dev", "generated-dev", "heldout", "heldout-2")
 
 
 def gate_datasets(
     bipia_dir: Path | None = None, names: Iterable[str] = DATASETS
 ) -> dict[str, list[dict[str, Any]]]:
-    """The data sets of ``names`` that are found: ``corpus``, ``handwritten-dev``, ``heldout`` (the
-    repository), ``bipia-dev`` and ``generated-dev`` (from BIPIA's training split, given or nearby).
-    A data set not named is not read."""
+    """The data sets of ``names`` that are found: ``corpus``, ``handwritten-dev``, ``heldout`` and
+    ``heldout-2`` (the repository), ``bipia-dev`` and ``generated-dev`` (from BIPIA's training
+    split, given or nearby). A data set not named is not read."""
     wanted = set(names)
     if unknown := wanted - set(DATASETS):
         raise ValueError(f"unknown data set {sorted(unknown)[0]!r}; one of {', '.join(DATASETS)}")
@@ -159,6 +159,9 @@ def gate_datasets(
         ]
     if "heldout" in wanted and (heldout / "attacks.jsonl").is_file():
         found["heldout"] = labelled(heldout)
+    heldout_2 = REPO / "tests" / "heldout2"
+    if "heldout-2" in wanted and (heldout_2 / "attacks.jsonl").is_file():
+        found["heldout-2"] = labelled(heldout_2)
     return found
 
 
