@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from graphmem.cli import cli
-from graphmem.eval.gate import evaluate, gate_datasets, layer_policy, run_gate_eval
+from graphmem.eval.gate import HELD_OUT, evaluate, gate_datasets, layer_policy, run_gate_eval
 from graphmem.eval.gate_data import (
     HANDWRITTEN,
     REPO,
@@ -57,23 +57,19 @@ def test_unknown_layer_is_refused() -> None:
         layer_policy("magic")
 
 
-def test_the_frozen_held_out_set_is_there_and_labelled() -> None:
-    lines = labelled(REPO / "tests" / "heldout")
+@pytest.mark.parametrize(
+    ("name", "counts", "trusted"), [("heldout", (120, 84), 20), ("heldout-2", (150, 130), 25)]
+)
+def test_the_frozen_held_out_sets_are_there_and_labelled(
+    name: str, counts: tuple[int, int], trusted: int
+) -> None:
+    lines = labelled(HELD_OUT[name])
     attacks = [x for x in lines if x["label"] == "attack"]
     benign = [x for x in lines if x["label"] == "benign"]
-    assert (len(attacks), len(benign)) == (120, 84)
+    assert (len(attacks), len(benign)) == counts
     assert all(x["source_trust"] == "untrusted" for x in attacks)
     assert {x["source_trust"] for x in benign} == {"trusted", "untrusted"}
-    assert len({x["lang"] for x in lines}) >= 8
-
-
-def test_the_second_frozen_held_out_set_is_there_and_labelled() -> None:
-    lines = labelled(REPO / "tests" / "heldout2")
-    attacks = [x for x in lines if x["label"] == "attack"]
-    benign = [x for x in lines if x["label"] == "benign"]
-    assert (len(attacks), len(benign)) == (150, 130)
-    assert all(x["source_trust"] == "untrusted" for x in attacks)
-    assert sum(x["source_trust"] == "trusted" for x in benign) == 25
+    assert sum(x["source_trust"] == "trusted" for x in benign) == trusted
     assert {x["lang"] for x in attacks} == {x["lang"] for x in benign} == set(LANGUAGES_13)
     assert len({x["text"] for x in lines}) == len(lines)
 
@@ -90,7 +86,7 @@ def test_report_has_a_row_per_data_set_and_layer_and_a_confusion_table() -> None
 
 def test_gate_datasets_find_the_corpus_and_the_held_out_set() -> None:
     found = gate_datasets()
-    assert {"corpus", "heldout", "heldout-2"} <= set(found)
+    assert {"corpus", *HELD_OUT} <= set(found)
     assert not any(x.get("category") == "secret" for x in found["corpus"])
 
 
@@ -174,7 +170,7 @@ def _text_hashes(path: object) -> set[str]:
 def test_no_hand_written_text_is_in_the_corpus_or_the_held_out_set() -> None:
     # Compared by hash, so no held-out text is ever shown.
     others = set()
-    for directory in (REPO / "tests" / "corpus", REPO / "tests" / "heldout", REPO / "tests" / "heldout2"):
+    for directory in (REPO / "tests" / "corpus", *HELD_OUT.values()):
         for name in ("attacks.jsonl", "benign.jsonl"):
             others |= _text_hashes(directory / name)
     shared = [

@@ -36,7 +36,16 @@ from graphmem.model import Kind, Source, Trust
 from graphmem.model.write import WriteOutcome, WritePolicy, WriteProposal, WriteReason
 from graphmem.policy.decide import decide
 
-__all__ = ["DATASETS", "LAYERS", "GateReport", "GateResult", "gate_datasets", "layer_policy", "run_gate_eval"]
+__all__ = [
+    "DATASETS",
+    "HELD_OUT",
+    "LAYERS",
+    "GateReport",
+    "GateResult",
+    "gate_datasets",
+    "layer_policy",
+    "run_gate_eval",
+]
 
 LAYERS = ("rules", "detector", "all")
 OUTCOMES = ("accepted", "quarantined", "rejected")
@@ -132,7 +141,9 @@ def evaluate(
     return result
 
 
-DATASETS = ("corpus", "handwritten-dev", "bipia-dev", "generated-dev", "heldout", "heldout-2")
+# The frozen held-out sets (never tuned on), by data-set name.
+HELD_OUT = {"heldout": REPO / "tests" / "heldout", "heldout-2": REPO / "tests" / "heldout2"}
+DATASETS = ("corpus", "handwritten-dev", "bipia-dev", "generated-dev", *HELD_OUT)
 
 
 def gate_datasets(
@@ -145,7 +156,7 @@ def gate_datasets(
     if unknown := wanted - set(DATASETS):
         raise ValueError(f"unknown data set {sorted(unknown)[0]!r}; one of {', '.join(DATASETS)}")
     found: dict[str, list[dict[str, Any]]] = {}
-    corpus, heldout = REPO / "tests" / "corpus", REPO / "tests" / "heldout"
+    corpus = REPO / "tests" / "corpus"
     if "corpus" in wanted and (corpus / "attacks.jsonl").is_file():
         found["corpus"] = labelled(corpus, skip_categories=frozenset({"secret"}))
     if "handwritten-dev" in wanted and (HANDWRITTEN / "attacks.jsonl").is_file():
@@ -157,11 +168,9 @@ def gate_datasets(
         found["generated-dev"] = [
             {k: v for k, v in line.items() if k != "inserted"} for line in generated_lines(bipia, "dev")
         ]
-    if "heldout" in wanted and (heldout / "attacks.jsonl").is_file():
-        found["heldout"] = labelled(heldout)
-    heldout_2 = REPO / "tests" / "heldout2"
-    if "heldout-2" in wanted and (heldout_2 / "attacks.jsonl").is_file():
-        found["heldout-2"] = labelled(heldout_2)
+    for name, directory in HELD_OUT.items():
+        if name in wanted and (directory / "attacks.jsonl").is_file():
+            found[name] = labelled(directory)
     return found
 
 

@@ -293,7 +293,7 @@ _CUE_WORDS: dict[str, tuple[str, ...]] = {
     ),
     # Addressed to whatever processes the text ("whoever summarises this", "when this ticket is
     # processed", "tools that read this page"): the plain-language attack's addressee.
-    "processor": (
+    "processor": _lex(
         r"\b(?:whoever|anyone|anybody|everyone|any\s+(?:agent|tool|bot|program|system|assistant|model|reader|summari[sz]er))\s+(?:who\s+|that\s+|which\s+)?(?:\w+\s+)?(?:reads?|reading|summari[sz]\w*|process\w*|handl\w*|answer\w*|repl\w*|respond\w*|compil\w*|sync\w*|open\w*|review\w*|index\w*|pars\w*|ingest\w*|has\s+(?:access|repo)|with\s+access)\b",
         r"\bif\s+(?:you\s+are|you're)\s+(?:an?\s+)?(?:compiling|summari[sz]ing|reading|processing|parsing|indexing|triaging|answering|automated|ai|bot|program|tool|agent|assistant|model|language\s+model)\b",
         r"\b(?:when|while|before|after|once|as)\s+(?:this|these|the|my)\s+(?:\w+\s+){0,2}(?:gets?|is|are|got)\s+(?:processed|summari[sz]ed|read|parsed|indexed|ingested|synced|imported|handled|triaged|answered|reviewed)\b",
@@ -316,7 +316,7 @@ _CUE_WORDS: dict[str, tuple[str, ...]] = {
         r"عند\s+معالجة|من\s+يقرأ|من\s+يلخص",
     ),
     # Checks and rules declared suspended: "without further checks", "the rules do not apply".
-    "waiver": (
+    "waiver": _lex(
         r"\b(?:rules?|checks?|verifications?|approvals?|polic(?:y|ies)|restrictions?|procedures?|limits?|safeguards?|filters?|guidelines?|requirements?|controls?|process)\s+(?:\w+\s+){0,2}(?:are|is|have\s+been|has\s+been|were|was)\s+(?:\w+\s+)?(?:suspended|switched\s+off|turned\s+off|disabled|lifted|waived|void|removed|not\s+required|not\s+needed|no\s+longer|off|paused|bypassed)\b",
         r"\b(?:without|no)\s+(?:any\s+)?(?:further\s+|additional\s+|extra\s+|more\s+)?(?:checks?|verification|approval|confirmation|questions|asking|warnings?|review|sign-?off)\b",
         r"\b(?:do|does)\s+not\s+apply\b|\b(?:considered|treated\s+as|counts?\s+as|deemed|regarded\s+as)\s+(?:pre-?)?(?:approved|authori[sz]ed|verified|cleared)\b|\bno\s+(?:receipt|approval|verification|id|identity\s+check)\s+(?:is\s+)?(?:needed|required)\b|\bexempt\w*\b",
@@ -332,7 +332,7 @@ _CUE_WORDS: dict[str, tuple[str, ...]] = {
         r"不需要(?:再)?(?:走)?(?:审批|验证|审核|确认)|无需(?:审批|验证|审核|确认)|不受.{0,6}限制|视为.{0,8}批准|(?:规则|规定).{0,4}(?:暂停|失效|取消)|(?:確認|承認|審査)(?:は)?不要|(?:規則|ルール).{0,6}(?:停止|無効)|承認済み|(?:확인|승인|검증)\s*(?:없이|불필요)|규칙.{0,6}(?:중단|무효)",
     ),
     # The answer made to assert something: "say that", "if anyone asks, tell them".
-    "claim_that": (
+    "claim_that": _lex(
         r"\b(?:say|says|claim|claims|state|assert|insist|pretend|tell\s+(?:them|her|him|everyone|people|customers|users|readers|anyone|the\s+\w+))\s+(?:\w+\s+)?that\b|\btell\s+(?:whoever|anyone|everyone|everybody|her|him|them|the\s+(?:traveller|customer|user|reader|caller|client)s?)\b",
         r"\b(?:should|must|shall|to|will)\s+(?:say|claim|state|assert|insist|tell\s+\w+)\b|\b(?:if|when)\s+(?:anyone|someone|anybody|a\s+customer|people|they)\s+asks?\b|\bsaying\s+that\b",
         r"\b(?:behaupte\w*|sag\w*|erklar\w*|mitteil\w*)\s*,?\s*(?:\w+\s*,?\s*)?dass\b|\bist\s+zu\s+sagen\b|\bwenn\s+(?:jemand|einer)\s+(?:fragt|nachfragt)\b",
@@ -347,20 +347,20 @@ _CUE_WORDS: dict[str, tuple[str, ...]] = {
         r"(?:就|要|请|应|都)(?:说|告诉|声称|表示)|声称|と(?:伝えて|言って|答えて|主張)|(?:라고|다고)\s*(?:말|전|답)",
     ),
     # The reader's task replaced: "instead of summarising", "statt", "zamiast".
-    "instead": (
-        r"\b(?:instead\s+of|rather\s+than|in\s+place\s+of)\b|\b(?:replaced|substituted)\s+(?:by|with)\b|\binstead\b",
+    "instead": _lex(
+        r"\b(?:instead|rather\s+than|in\s+place\s+of)\b|\b(?:replaced|substituted)\s+(?:by|with)\b",
         r"\b(?:statt|anstatt|anstelle|stattdessen|lieber)\b|\b(?:au\s+lieu\s+de|plutot\s+que)\b|\b(?:en\s+lugar\s+de|en\s+vez\s+de)\b|\b(?:em\s+vez\s+de|ao\s+inves\s+de|em\s+lugar\s+de)\b",
         r"\b(?:invece\s+di|anziche|al\s+posto\s+di)\b|\bin\s+plaats\s+van\b|\bzamiast\b|\byerine\b|\b(?:вместо|взамен)\b|而不是|代替|不要总结|代わりに|ではなく|대신",
     ),
     # Obligation without "you": "the answer must", "soll", "doit", "должен".
-    "third_modal": (
+    "third_modal": _lex(
         r"\b(?:should|must|shall|is\s+to\s+be|are\s+to\s+be|has\s+to\s+be|have\s+to\s+be|needs?\s+to\s+be)\b",
         r"\b(?:soll|sollen|muss|mussen|ist\s+zu|sind\s+zu)\b|\b(?:doit|doivent|devra|devront)\b|\b(?:debe|deben|debera|deberan)\b|\b(?:deve|devem|devera|devono|vanno|va\s+\w+to)\b",
         r"\b(?:moet|moeten|dient|dienen)\b|\b(?:musi|musza|nalezy)\b|\b(?:должен|должна|должно|должны|нужно|надо|следует)\b|必须|应该|应当|べき|こと。?$|해야",
     ),
     # What exfiltration asks for: passwords, keys, phone numbers, addresses.
-    "sensitive_data": (
-        r"\b(?:passwords?|credentials?|api\s+keys?|keys?|tokens?|secrets?|phone\s+numbers?|(?:e-?mail\s+)?addresses|contacts?|customer\s+(?:list|data|records)|card\s+numbers?|iban|ssn|vault|reset\s+links?)\b",
+    "sensitive_data": _lex(
+        r"\b(?:passwords?|credentials?|keys?|tokens?|secrets?|phone\s+numbers?|addresses|contacts?|customer\s+(?:list|data|records)|card\s+numbers?|iban|ssn|vault|reset\s+links?)\b",
         r"\b(?:passw\w*|zugangsdaten|kennw\w*|mot\s+de\s+passe|mots\s+de\s+passe|contrasen\w*|senhas?|chiav\w*|wachtwoord\w*|hasl\w*|sifre\w*|пароль\w*|пароли|ключ\w*|telefon\w*|indirizz\w*|adress\w*|direcc\w*|endereco\w*)\b|密码|密碼|パスワード|비밀번호|كلمات\s+المرور",
     ),
     "question": (r"\?\s*$", "？"),
