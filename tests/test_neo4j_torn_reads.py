@@ -7,6 +7,11 @@ before the write then took today's fingerprint for the version it held (a receip
 no longer verified, seen once in a CI run of the racing replay test). These tests put the
 server in exactly the state such a read sees: the edge written and the node not yet, or
 the other way round, for the first statements of a recall, then the write's whole state.
+
+A write that changes a gate list also moves the edge's entry in the gate's index: a scan
+that had passed the old entry meets the new one as well, and reads one candidate twice
+(twice in a CI run: a receipt with a candidate more than the recall it replayed). The
+server is put in that state too: a second edge of the record beside its own.
 """
 
 from __future__ import annotations
@@ -160,6 +165,51 @@ def test_a_replay_reads_the_gate_again_when_edge_and_node_are_read_apart(
     assert again.receipt == recalled.receipt
     assert again.records == recalled.records
     assert seen[: len(reads)] == reads  # the torn reads were not used
+    assert store.verify(recalled.receipt, then)
+
+
+def _second_edge(driver: neo4j.Driver, tenant: str, rid: str, g: list[int]) -> None:
+    with driver.session() as session:
+        session.run(
+            "MATCH (m:Memory {tenant: $tenant, id: $id})-[r:APPLIES_TO]->(s:Scope) "
+            "CREATE (m)-[twin:APPLIES_TO]->(s) SET twin = properties(r), twin.g = $g, twin.twin = true",
+            tenant=tenant,
+            id=rid,
+            g=g,
+        ).consume()
+
+
+def _drop_second_edge(driver: neo4j.Driver, tenant: str, rid: str) -> None:
+    with driver.session() as session:
+        session.run(
+            "MATCH (:Memory {tenant: $tenant, id: $id})-[twin:APPLIES_TO {twin: true}]->() DELETE twin",
+            tenant=tenant,
+            id=rid,
+        ).consume()
+
+
+@pytest.mark.parametrize("replay", [True, False], ids=["replay", "today"])
+def test_a_candidate_read_twice_by_the_scan_reads_the_gate_again(
+    neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str, replay: bool
+) -> None:
+    # The index entry seen before the overwrite and again after it: one candidate, two rows.
+    store, backend, rid, then, recalled, _, before_edge = _recorded_then_overwritten(
+        neo4j_driver, neo4j_target, tenant
+    )
+    if not replay:
+        then = then.model_copy(update={"now": T0 + timedelta(days=12)})
+        recalled = store.recall(then, "capture timeouts retried")
+        backend._docs.clear()
+        store._gate_cache.clear()
+    _second_edge(neo4j_driver, tenant, rid, before_edge)
+    seen = _reads_until(backend, 2, lambda: _drop_second_edge(neo4j_driver, tenant, rid))
+    try:
+        again = store.recall(then, "capture timeouts retried")
+    finally:
+        _drop_second_edge(neo4j_driver, tenant, rid)
+    assert seen[:3] == ["gate_state", "gate", "gate"]  # the read with the candidate twice was not used
+    assert again.ids == [rid]
+    assert again.receipt == recalled.receipt
     assert store.verify(recalled.receipt, then)
 
 
