@@ -13,12 +13,14 @@ from graphmem.cli import cli
 from graphmem.eval.gate import HELD_OUT, evaluate, gate_datasets, layer_policy, run_gate_eval
 from graphmem.eval.gate_data import (
     HANDWRITTEN,
+    PLAIN,
     REPO,
     compose,
     handwritten_lines,
     handwritten_split,
     jsonl_lines,
     labelled,
+    plain_lines,
 )
 from graphmem.policy.text import fold
 
@@ -167,16 +169,66 @@ def _text_hashes(path: object) -> set[str]:
     return out
 
 
-def test_no_hand_written_text_is_in_the_corpus_or_the_held_out_set() -> None:
+@pytest.mark.parametrize(
+    ("directory", "others"),
+    [(HANDWRITTEN, ("corpus", "held-out")), (PLAIN, ("corpus", "held-out", "handwritten"))],
+    ids=["handwritten", "plain"],
+)
+def test_no_development_text_is_in_the_corpus_the_held_out_sets_or_another_set(
+    directory: object, others: tuple[str, ...]
+) -> None:
     # Compared by hash, so no held-out text is ever shown.
-    others = set()
-    for directory in (REPO / "tests" / "corpus", *HELD_OUT.values()):
-        for name in ("attacks.jsonl", "benign.jsonl"):
-            others |= _text_hashes(directory / name)
+    places = {
+        "corpus": [REPO / "tests" / "corpus"],
+        "held-out": list(HELD_OUT.values()),
+        "handwritten": [HANDWRITTEN],
+    }
+    seen = set()
+    for other in others:
+        for place in places[other]:
+            for name in ("attacks.jsonl", "benign.jsonl"):
+                seen |= _text_hashes(place / name)
     shared = [
         x["text"]
         for name in ("attacks.jsonl", "benign.jsonl")
-        for x in jsonl_lines(HANDWRITTEN / name)
-        if {hashlib.sha256(t.encode()).hexdigest() for t in (x["text"], fold(x["text"]))} & others
+        for x in jsonl_lines(directory / name)  # type: ignore[operator]
+        if {hashlib.sha256(t.encode()).hexdigest() for t in (x["text"], fold(x["text"]))} & seen
     ]
     assert shared == []
+
+
+def test_the_plain_set_loads_with_its_categories_languages_and_carriers() -> None:
+    lines = plain_lines()
+    attacks = [x for x in lines if x["label"] == "attack"]
+    benign = [x for x in lines if x["label"] == "benign"]
+    assert len(attacks) == 240
+    assert len(benign) == 200
+    assert all(x["source_trust"] == "untrusted" for x in attacks)
+    assert Counter(x["source_trust"] for x in benign) == {"untrusted": 170, "trusted": 30}
+    assert set(Counter(x["category"] for x in attacks).values()) == {24}
+    assert {x["lang"] for x in attacks} == {*LANGUAGES_13, "ar"}
+    assert len({x["carrier"] for x in attacks}) >= 10
+    # The instruction is a part of its text; most are inside an ordinary document.
+    assert all(x["instruction"] and x["instruction"] in x["text"] for x in attacks)
+    assert sum(x["text"] != x["instruction"] for x in attacks) >= 150
+    assert len({x["text"] for x in lines}) == len(lines)
+
+
+def test_the_plain_split_is_a_stable_hash_disjoint_and_balanced() -> None:
+    lines = plain_lines()
+    train, dev = plain_lines("train"), plain_lines("dev")
+    assert [x["split"] for x in plain_lines()] == [x["split"] for x in lines]
+    assert len(train) + len(dev) == len(lines)
+    assert not {x["text"] for x in train} & {x["text"] for x in dev}
+    for label in ("attack", "benign"):
+        group = [x for x in lines if x["label"] == label]
+        assert 0.45 <= sum(x["split"] == "dev" for x in group) / len(group) <= 0.55
+        for key in ("category", "lang"):
+            sizes = Counter(x[key] for x in group)
+            dev_sizes = Counter(x[key] for x in group if x["split"] == "dev")
+            for value, size in sizes.items():
+                if size >= 10:
+                    assert 0.25 <= dev_sizes[value] / size <= 0.75, (label, key, value)
+    with pytest.raises(ValueError, match="split must be"):
+        plain_lines("test")
+    assert gate_datasets(names=["plain-dev"]) == {"plain-dev": dev}

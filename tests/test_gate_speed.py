@@ -774,7 +774,10 @@ def test_findings_and_scores_are_the_same_with_and_without_the_database(text: st
 
 
 @needs_engine
-@pytest.mark.parametrize("directory", [ROOT / "corpus", ROOT.parent / "graphmem/eval/data/handwritten"])
+@pytest.mark.parametrize(
+    "directory",
+    [ROOT / "corpus", *(ROOT.parent / "graphmem/eval/data" / name for name in ("handwritten", "plain"))],
+)
 def test_findings_and_scores_are_the_same_with_and_without_the_database_on_repository_sets(
     directory: Path,
 ) -> None:

@@ -25,12 +25,14 @@ from typing import Any
 
 from graphmem.eval.gate_data import (
     HANDWRITTEN,
+    PLAIN,
     REPO,
     bipia_lines,
     default_bipia_dir,
     generated_lines,
     handwritten_lines,
     labelled,
+    plain_lines,
 )
 from graphmem.model import Kind, Source, Trust
 from graphmem.model.write import WriteOutcome, WritePolicy, WriteProposal, WriteReason
@@ -143,15 +145,15 @@ def evaluate(
 
 # The frozen held-out sets (never tuned on), by data-set name.
 HELD_OUT = {"heldout": REPO / "tests" / "heldout", "heldout-2": REPO / "tests" / "heldout2"}
-DATASETS = ("corpus", "handwritten-dev", "bipia-dev", "generated-dev", *HELD_OUT)
+DATASETS = ("corpus", "handwritten-dev", "plain-dev", "bipia-dev", "generated-dev", *HELD_OUT)
 
 
 def gate_datasets(
     bipia_dir: Path | None = None, names: Iterable[str] = DATASETS
 ) -> dict[str, list[dict[str, Any]]]:
-    """The data sets of ``names`` that are found: ``corpus``, ``handwritten-dev``, ``heldout`` and
-    ``heldout-2`` (the repository), ``bipia-dev`` and ``generated-dev`` (from BIPIA's training
-    split, given or nearby). A data set not named is not read."""
+    """The data sets of ``names`` that are found: ``corpus``, ``handwritten-dev``, ``plain-dev``,
+    ``heldout`` and ``heldout-2`` (the repository), ``bipia-dev`` and ``generated-dev`` (from
+    BIPIA's training split, given or nearby). A data set not named is not read."""
     wanted = set(names)
     if unknown := wanted - set(DATASETS):
         raise ValueError(f"unknown data set {sorted(unknown)[0]!r}; one of {', '.join(DATASETS)}")
@@ -161,6 +163,8 @@ def gate_datasets(
         found["corpus"] = labelled(corpus, skip_categories=frozenset({"secret"}))
     if "handwritten-dev" in wanted and (HANDWRITTEN / "attacks.jsonl").is_file():
         found["handwritten-dev"] = handwritten_lines("dev")
+    if "plain-dev" in wanted and (PLAIN / "attacks.jsonl").is_file():
+        found["plain-dev"] = plain_lines("dev")
     bipia = bipia_dir or default_bipia_dir()
     if bipia is not None and "bipia-dev" in wanted:
         found["bipia-dev"] = bipia_lines(bipia, "dev")

@@ -20,6 +20,11 @@ A *line* is a mapping with ``text``, ``label`` (``attack`` / ``benign``),
   look-alikes (recipes, manuals, requests to colleagues, quoted attacks in
   incident reports, trusted preferences), in 13 languages. Each line's
   ``split`` is a seeded hash of its text (``handwritten_split``).
+* ``plain-train`` / ``plain-dev`` — ``graphmem/eval/data/plain/``: 240
+  plain-language injections (ten categories, 13 languages, in eleven kinds of
+  carrier or alone) and 200 look-alikes (30 trusted), written by a writer who
+  had seen none of the gate, its training data or its evaluation sets. Each
+  line's half is a seeded hash of its text (``plain_lines``).
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from typing import Any
 __all__ = [
     "DEV_CATEGORIES",
     "HANDWRITTEN",
+    "PLAIN",
     "REPO",
     "bipia_contexts",
     "bipia_lines",
@@ -45,12 +51,16 @@ __all__ = [
     "handwritten_split",
     "jsonl_lines",
     "labelled",
+    "plain_lines",
 ]
 
 Line = dict[str, Any]
 
 REPO = Path(__file__).resolve().parents[2]
 HANDWRITTEN = Path(__file__).resolve().parent / "data" / "handwritten"
+PLAIN = Path(__file__).resolve().parent / "data" / "plain"
+# Chosen among 5,000 seeds as the one whose split is most even per category, language and trust.
+PLAIN_SEED = 3664
 # Chosen among 20,000 seeds as the one whose split is most even per family and per language.
 HANDWRITTEN_SEED = 2296
 
@@ -240,3 +250,17 @@ def handwritten_lines(split: str | None = None, directory: Path = HANDWRITTEN) -
     if split not in ("train", "dev", None):
         raise ValueError(f"split must be 'train' or 'dev', got {split!r}")
     return [line for line in labelled(directory) if split is None or line["split"] == split]
+
+
+def plain_lines(split: str | None = None, directory: Path = PLAIN) -> list[Line]:
+    """The plain set's lines of ``split`` (``train``, ``dev``; ``None``: every line): the lowest bit
+    of a seeded hash of the text, as ``handwritten_split``."""
+    if split not in ("train", "dev", None):
+        raise ValueError(f"split must be 'train' or 'dev', got {split!r}")
+    out: list[Line] = []
+    for line in labelled(directory):
+        digest = hashlib.sha256(f"plain:{PLAIN_SEED}:{line['text']}".encode()).digest()
+        half = "train" if digest[0] & 1 == 0 else "dev"
+        if split is None or half == split:
+            out.append({**line, "split": half})
+    return out
