@@ -108,7 +108,7 @@ def test_a_retrain_reproduces_the_shipped_weights() -> None:
     assert again["weights"] == shipped["weights"]
 
 
-def test_training_uses_the_hand_written_train_half_only() -> None:
+def test_training_uses_the_train_halves_of_the_hand_written_and_plain_sets_only() -> None:
     from graphmem.eval.gate_data import handwritten_lines
     from graphmem.eval.train_detector import PART_WEIGHTS, _label_segments, training_texts
 
@@ -121,6 +121,11 @@ def test_training_uses_the_hand_written_train_half_only() -> None:
     untrusted_train = [x for x in handwritten_lines("train") if x["source_trust"] == "untrusted"]
     assert {x["text"] for x in untrusted_train} <= trained
     assert not {x["text"] for x in handwritten_lines("dev")} & trained
+    from graphmem.eval.gate_data import plain_lines
+
+    plain_train = [x for x in plain_lines("train") if x["source_trust"] == "untrusted"]
+    assert {x["text"] for x in plain_train} <= trained
+    assert not {x["text"] for x in plain_lines("dev")} & trained
     # A hand-written attack's context sentences are negatives, its instruction positive.
     marks = [_label_segments(line, ins) for line, ins in texts if line["part"] == "handwritten" and ins]
     assert all(any(m) for m in marks)

@@ -2,14 +2,14 @@
 
 Data (never ``tests/heldout/``): BIPIA's training split composed with the
 instruction categories of ``gate_data.DEV_CATEGORIES`` left out,
-``tests/corpus/``, the train half of the hand-written set
-(``graphmem/eval/data/handwritten/``, weighed up: ``PART_WEIGHTS``), and the
-hand-written variants below. Segments that come from an inserted or
+``tests/corpus/``, the train halves of the hand-written and plain sets
+(``graphmem/eval/data/handwritten/``, ``graphmem/eval/data/plain/``, weighed
+up: ``PART_WEIGHTS``), and the hand-written variants below. Segments that come from an inserted or
 hand-marked instruction are positives; every other segment is a negative.
 Logistic regression by full-batch gradient descent (Adam) in NumPy, with a
 fixed seed and order, so a retrain reproduces the shipped
 weights. Thresholds come from the training texts alone: quarantine above the
-99th percentile of benign texts' scores, reject above their maximum (at
+98th percentile of benign texts' scores, reject above their maximum (at
 least 0.9).
 """
 
@@ -32,6 +32,7 @@ from graphmem.eval.gate_data import (
     generated_lines,
     handwritten_lines,
     labelled,
+    plain_lines,
 )
 from graphmem.policy.detector import (
     FEATURE_DIM,
@@ -44,18 +45,27 @@ from graphmem.policy.detector import (
 
 __all__ = ["PART_WEIGHTS", "VARIANTS", "train", "training_texts"]
 
-VERSION = "injection-lr-6"
+VERSION = "injection-lr-7"
 EPOCHS = 400
 GENERATED = 1500
 # Hashed words are weakly regularised, so plain-language wording ("whoever summarises this") counts.
 L2_HASHED, L2_DENSE = 3e-5, 1e-4
 # How much each part of the training data weighs, per segment, relative to the others (the
 # positive and the negative segments are then balanced to half the loss each).
-# The hand-written half is small (about 120 attacks and 100 look-alikes among 4,500 texts) and the
-# only plain-language part: it weighs 30 times as much per segment.
-PART_WEIGHTS = {"bipia": 1.0, "corpus": 1.0, "generated": 1.0, "handwritten": 30.0, "variants": 1.0}
-# Quarantine above this quantile of the benign training texts' scores.
-QUARANTINE_QUANTILE = 0.99
+# The hand-written and plain halves are small (about 240 attacks and 190 look-alikes among 4,800
+# texts) and the only plain-language parts: they weigh 30 times as much per segment.
+PART_WEIGHTS = {
+    "bipia": 1.0,
+    "corpus": 1.0,
+    "generated": 1.0,
+    "handwritten": 30.0,
+    "plain": 30.0,
+    "variants": 1.0,
+}
+# Quarantine above this quantile of the benign training texts' scores. The plain set's look-alikes
+# (hard negatives) raised the 99th percentile to 0.95, above most plain-language attacks of the
+# development sets; the 98th (0.91) was chosen on them (docs/eval.md, "The write gate").
+QUARANTINE_QUANTILE = 0.98
 
 # Hand-written training variants in other languages (addressed to an AI; never from tests/heldout).
 VARIANTS = (
@@ -146,6 +156,11 @@ def training_texts(bipia_dir: Path) -> list[tuple[dict[str, Any], set[str] | Non
             continue  # a trusted author's orders are not what untrusted text may say
         instruction = line.get("instruction")
         out.append(({**line, "part": "handwritten"}, set(segments(instruction)) if instruction else None))
+    for line in plain_lines("train"):
+        if line["label"] == "benign" and line["source_trust"] == "trusted":
+            continue
+        instruction = line.get("instruction")
+        out.append(({**line, "part": "plain"}, set(segments(instruction)) if instruction else None))
     for text in VARIANTS:
         out.append(({"text": text, "label": "attack", "source_trust": "untrusted", "part": "variants"}, None))
     for text in BENIGN_VARIANTS:

@@ -88,9 +88,12 @@ _CUE_WORDS: dict[str, tuple[str, ...]] = {
     "addressee_ai": _lex(
         r"\b(?:ai|a\.i\.|llm|chatbot|bot|bots|assistant|assistants|language\s+model|ai\s+model|gpt)\b",
         r"\b(?:ki|sprachmodell\w*|assistent(?:in)?|ia|assistente|asistente|modelo\s+de\s+lenguaje|"
-        r"modele\s+de\s+langage|taalmodel|asystenc\w*|model\w*\s+jezykow\w*|yapay\s+zeka|asistan\w*)\b",
+        r"modele\s+de\s+langage|taalmodel|asystenc\w*|asystent\w*|model\w*\s+jezykow\w*|yapay\s+zek\w*|asistan\w*)\b",
         r"\b(?:ии|ассистент\w*|нейросет\w*|модел\w+)\b",
         r"助手|人工智能|智能体|アシスタント|言語モデル|ＡＩ|비서|인공지능|챗봇",
+        # "AIさん", "AIへ", "AI에게": the Latin letters run into a particle, so no word boundary follows.
+        r"(?:^|[^a-z])ai(?:さん|へ|に|は|が|の|에게|는|가|님|야)",
+        r"مساعد|الذكاء\s+الاصطناعي|البوت|روبوت|نموذج\s+لغوي|قارئ\s+آلي",
     ),
     "your_output": _lex(
         r"\b(?:your|the)\s+(?:\w+\s+)?(?:response|responses|answer|answers|reply|replies|output|summary|"
@@ -150,6 +153,8 @@ _CUE_WORDS: dict[str, tuple[str, ...]] = {
         r"\b(?:ekle|yaz|gonder|ver|soyle|kullan|acikla|anlat|hatirla|unut|uy|cevapla|yanitla)\W*$",
         r"^(?:добавь|напиши|отвечай|ответь|переведи|скажи|используй|отправь|сохрани|игнорируй|забудь|"
         r"объясни|опиши|расскажи|дай|перечисли|покажи|сделай|кратко|порекомендуй|запомни|перешли|лучше)",
+        r"^(?:اكتب|أكتب|أرسل|ارسل|احذف|ترجم|أجب|اجب|اذكر|قل|تجاهل|لخص|ضع|أضف|اضف|استخدم|تذكر|احفظ|أعط|اعط|"
+        r"اشرح|قدم|حول|حوّل|انشر|ابحث|احجز|ادفع|وافق)|"
         r"^(?:请|請|务必|務必|先|在回答|回答时|忽略|记住|解释|告诉|描述|写|把|用|发送)|"
         r"(?:してください|しなさい|せよ|して下さい|ください|하세요|해라|하십시오|해\s*주세요|세요)",
     ),
@@ -294,7 +299,7 @@ _CUE_WORDS: dict[str, tuple[str, ...]] = {
     # Addressed to whatever processes the text ("whoever summarises this", "when this ticket is
     # processed", "tools that read this page"): the plain-language attack's addressee.
     "processor": _lex(
-        r"\b(?:whoever|anyone|anybody|everyone|any\s+(?:agent|tool|bot|program|system|assistant|model|reader|summari[sz]er))\s+(?:who\s+|that\s+|which\s+)?(?:\w+\s+)?(?:reads?|reading|summari[sz]\w*|process\w*|handl\w*|answer\w*|repl\w*|respond\w*|compil\w*|sync\w*|open\w*|review\w*|index\w*|pars\w*|ingest\w*|has\s+(?:access|repo)|with\s+access)\b",
+        r"\b(?:whoever|anyone|anybody|everyone|anything|whatever|any\s+(?:agent|tool|bot|program|system|assistant|model|reader|summari[sz]er))\s+(?:who\s+|that\s+|which\s+)?(?:\w+\s+)?(?:reads?|reading|summari[sz]\w*|process\w*|handl\w*|answer\w*|repl\w*|respond\w*|compil\w*|sync\w*|open\w*|review\w*|index\w*|pars\w*|ingest\w*|has\s+(?:access|repo)|with\s+access)\b",
         r"\bif\s+(?:you\s+are|you're)\s+(?:an?\s+)?(?:compiling|summari[sz]ing|reading|processing|parsing|indexing|triaging|answering|automated|ai|bot|program|tool|agent|assistant|model|language\s+model)\b",
         r"\b(?:when|while|before|after|once|as)\s+(?:this|these|the|my)\s+(?:\w+\s+){0,2}(?:gets?|is|are|got)\s+(?:processed|summari[sz]ed|read|parsed|indexed|ingested|synced|imported|handled|triaged|answered|reviewed)\b",
         r"\b(?:before|when|while|after|in)\s+(?:closing|summari[sz]ing|processing|answering|replying\s+to|responding\s+to|handling|reading|triaging|indexing|compiling)\s+(?:this|these|the|that|any)\b",
@@ -314,6 +319,12 @@ _CUE_WORDS: dict[str, tuple[str, ...]] = {
         r"\b(?:кто|тот,?\s+кто|любой,?\s+кто|каждый,?\s+кто)\s+(?:\w+\s+){0,3}(?:читает|будет|пересказ\w*|обрабат\w*|отвеча\w*|резюмир\w*)|\bпри\s+(?:обработке|ответе|пересказе)\b",
         r"(?:阅读|总结|处理|回答|回复|读到)(?:这|本|此)|(?:根据|基于)(?:这|本|此).{0,4}(?:回答|回复)|(?:要約|処理|返信|回答)する(?:人|ツール|プログラム|とき|際)|をもとに答える|(?:ツール|プログラム)は|(?:요약|처리|답변)하는\s*(?:사람|도구|프로그램|경우|때)",
         r"عند\s+معالجة|من\s+يقرأ|من\s+يلخص",
+        # Whatever machine reads the text: "automated readers", "whatever app reads this".
+        r"\b(?:automated|automatic|automatische\w*|automatiques?|automatic[oa]s?|automatici|automatyczn\w*|"
+        r"geautomatiseerde|otomatik|автоматическ\w*)\s+(?:readers?|leser\w*|lecteurs?|lectores|leitores|lettori|"
+        r"lezers|czytelni\w*|okuyucu\w*|читател\w*|tools?|systems?|agents?|summari[sz]ers?|programs?|processing)\b",
+        r"\bwhat(?:\s+|)ever\s+(?:\w+\s+)?(?:app|application|tool|program|software|system|bot|agent|model|service|reads?|processes)\b",
+        r"\b(?:software|programma|programm|logiciel|app)\s+(?:die|das|qui|que|che|that|which)\s+(?:\w+\s+)?(?:leest|liest|lit|lee|le|legge|reads?)\b",
     ),
     # Checks and rules declared suspended: "without further checks", "the rules do not apply".
     "waiver": _lex(
@@ -357,6 +368,15 @@ _CUE_WORDS: dict[str, tuple[str, ...]] = {
         r"\b(?:should|must|shall|is\s+to\s+be|are\s+to\s+be|has\s+to\s+be|have\s+to\s+be|needs?\s+to\s+be)\b",
         r"\b(?:soll|sollen|muss|mussen|ist\s+zu|sind\s+zu)\b|\b(?:doit|doivent|devra|devront)\b|\b(?:debe|deben|debera|deberan)\b|\b(?:deve|devem|devera|devono|vanno|va\s+\w+to)\b",
         r"\b(?:moet|moeten|dient|dienen)\b|\b(?:musi|musza|nalezy)\b|\b(?:должен|должна|должно|должны|нужно|надо|следует)\b|必须|应该|应当|べき|こと。?$|해야",
+        # "should" as each language's conditional, "is to state", and wishes put as the text's due.
+        r"\b(?:sollte|sollten|devrait|devraient|deberia|deberian|deveria|deveriam|dovrebbe|dovrebbero|"
+        r"zou\s+moeten|zouden\s+moeten|powinn\w*|powinien|следовало\s+бы)\b",
+        r"\b(?:is|are)\s+to\s+(?:state|say|mention|include|list|report|describe|show|read|call|name|present|treat)\b",
+        r"\b(?:it\s+would|it'd|would)\s+be\s+(?:great|nice|good|helpful|appreciated|ideal|best|lovely|cool)\s+if\b|"
+        r"\bware\s+(?:schon|toll|gut|super|nett|hilfreich)\s*,?\s+wenn\b|\bserait\s+(?:bien|sympa|genial|ideal|utile)\s+(?:que|de|si)\b|"
+        r"\bseria\s+(?:genial|bueno|ideal|util|otimo|bom)\s+(?:que|si|se)\b|\bsarebbe\s+(?:bello|utile|ideale|ottimo|carino)\s+(?:se|che)\b|"
+        r"\bzou\s+(?:fijn|mooi|handig|top)\s+zijn\s+als\b|\bbyloby\s+(?:dobrze|super|milo|fajnie)\b",
+        r"\B(?:malı|meli|mali)(?:dır|dir)?\b|يجب|ينبغي|على\s+\w+\s+أن",
     ),
     # What exfiltration asks for: passwords, keys, phone numbers, addresses.
     "sensitive_data": _lex(
@@ -657,6 +677,14 @@ def _bucket(token: str) -> int:
     return zlib.crc32(token.encode("utf-8")) & (HASH_DIM - 1)
 
 
+@lru_cache(maxsize=1 << 16)
+def _gram_buckets(word: str) -> tuple[int, ...]:
+    """The buckets of a word's character 4-grams, the word marked at both ends ("<word>"): what a
+    word shares with its other forms ("antworte", "antworten") and across languages."""
+    padded = f"<{word}>"
+    return tuple(_bucket("#" + padded[k : k + 4]) for k in range(len(padded) - 3))
+
+
 _STATIC_CACHE: dict[str, tuple[dict[int, float], dict[str, float], int]] = {}
 _STATIC_CACHE_SIZE = 4096
 _STATIC_LOCK = threading.Lock()
@@ -675,8 +703,11 @@ def _static_features(
     tokens = [t for a, b in zip(["^", *words], [*words, "$"], strict=True) for t in (b, f"{a} {b}")]
     for run in _CJK.findall(segment):
         tokens += [run[k : k + 2] for k in range(len(run) - 1)]
+    buckets = list(map(_bucket, tokens))
+    for word in words:
+        buckets += _gram_buckets(word)
     # Counts in first-seen order (the order the weights are summed in), then L2-normalised.
-    counts = Counter(map(_bucket, tokens))
+    counts = Counter(buckets)
     norm = math.sqrt(sum(v * v for v in counts.values())) or 1.0
     hashed: dict[int, float] = {i: n / norm for i, n in counts.items()}
     hits = cues.hits(segment)
