@@ -80,9 +80,9 @@ CALL (erasures) {
   // Read committed: the edge (g) and the node (m) may be read on either side of a
   // write's commit. Every write of m.changed_at writes g[13] too, so where the node's
   // kept versions are consulted, a node whose changed_at is not g[13] is such a torn
-  // read (`torn` counts them; the client reads again). So is a candidate read twice:
-  // a write that changes its gate list moves its entry in the index, and a scan that
-  // had passed the old entry meets the new one too.
+  // read (`torn` counts them; the client reads again). So is a candidate read twice
+  // (`rows` more than `distinct_ids`): a write that changes its gate list moves its
+  // entry in the index, and a scan that had passed the old entry meets the new one too.
   WITH m, id, policy, g, in_scope, later,
     NOT later AND g[13] IS NOT NULL AND $as_of < g[13] AND NOT g[1] IN $forgotten AS overwritten
   WITH m, id, policy, g, in_scope, later, overwritten,
@@ -132,6 +132,7 @@ CALL (erasures) {
     collect(CASE WHEN NOT later THEN [g[2], g[3], g[10], g[11], g[12], g[13]] END) AS times,
     min(CASE WHEN later THEN g[12] END) AS later_at,
     count(CASE WHEN overwritten THEN 1 END) AS replayed,
-    count(CASE WHEN torn THEN 1 END) + count(id) - count(DISTINCT id) AS torn
+    count(CASE WHEN torn THEN 1 END) AS torn, count(id) AS rows, count(DISTINCT id) AS distinct_ids
 }
-RETURN ids, first, second, fingerprints, reasons, recency, docs, times, later_at, replayed, torn, erasures
+RETURN ids, first, second, fingerprints, reasons, recency, docs, times, later_at, replayed, torn, rows,
+  distinct_ids, erasures

@@ -765,8 +765,10 @@ class Neo4jBackend:
         list: status, fingerprint tokens, last change) before a write committed and its
         node (fingerprint, kept versions) after, or the other way round; a replay would
         then see today's version in place of the one it held. The statement counts the
-        candidates whose node's last change is not the edge's (``torn``), and with
-        ``fingerprints`` every reported fingerprint must be the one its tokens are of.
+        candidates whose node's last change is not the edge's (``torn``) and the rows of a
+        candidate met twice by the index scan (a write moved its entry past the scan: more
+        ``rows`` than ``distinct_ids``), and with ``fingerprints`` every reported fingerprint
+        must be the one its tokens are of.
         The write has committed by the next read. ``TransactionConflict`` if every read
         is torn.
         """
@@ -790,7 +792,7 @@ class Neo4jBackend:
                 with_content=with_content,
                 erasures_name=erasures_name(ctx.tenant),
             )[0]
-            if gated["torn"]:
+            if gated["torn"] or gated["rows"] != gated["distinct_ids"]:
                 continue
             pairs = zip(gated["fingerprints"], gated["first"], gated["second"], strict=True)
             if not fingerprints or all(stored_tokens(fp) == (a, b) for (fp, _), a, b in pairs):
