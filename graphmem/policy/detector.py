@@ -35,6 +35,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache, lru_cache, reduce
+from itertools import repeat
 from pathlib import Path
 from re import _constants as sre_c  # type: ignore[attr-defined]
 from re import _parser as sre_parse  # type: ignore[attr-defined]
@@ -708,8 +709,10 @@ def _static_features(
         buckets += _gram_buckets(word)
     # Counts in first-seen order (the order the weights are summed in), then L2-normalised.
     counts = Counter(buckets)
-    norm = math.sqrt(sum(v * v for v in counts.values())) or 1.0
-    hashed: dict[int, float] = {i: n / norm for i, n in counts.items()}
+    values = list(counts.values())
+    # Integer counts: the sum of squares is exact in any order; both maps run in C.
+    norm = math.sqrt(sum(map(operator.mul, values, values))) or 1.0
+    hashed: dict[int, float] = dict(zip(counts, map(operator.truediv, values, repeat(norm)), strict=True))
     hits = cues.hits(segment)
     # "Assistant, translate…", "Hi David, please send…": the imperative after a short salutation.
     lead = _LEAD_IN.match(segment) if "imperative_start" not in hits else None
