@@ -60,10 +60,15 @@ def test_unknown_layer_is_refused() -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "counts", "trusted"), [("heldout", (120, 84), 20), ("heldout-2", (150, 130), 25)]
+    ("name", "counts", "trusted", "languages"),
+    [
+        ("heldout", (120, 84), 20, LANGUAGES_13),
+        ("heldout-2", (150, 130), 25, LANGUAGES_13),
+        ("heldout-3", (160, 150), 25, (*LANGUAGES_13, "ar", "hi", "vi", "sv")),
+    ],
 )
 def test_the_frozen_held_out_sets_are_there_and_labelled(
-    name: str, counts: tuple[int, int], trusted: int
+    name: str, counts: tuple[int, int], trusted: int, languages: tuple[str, ...]
 ) -> None:
     lines = labelled(HELD_OUT[name])
     attacks = [x for x in lines if x["label"] == "attack"]
@@ -72,7 +77,7 @@ def test_the_frozen_held_out_sets_are_there_and_labelled(
     assert all(x["source_trust"] == "untrusted" for x in attacks)
     assert {x["source_trust"] for x in benign} == {"trusted", "untrusted"}
     assert sum(x["source_trust"] == "trusted" for x in benign) == trusted
-    assert {x["lang"] for x in attacks} == {x["lang"] for x in benign} == set(LANGUAGES_13)
+    assert {x["lang"] for x in attacks} == {x["lang"] for x in benign} == set(languages)
     assert len({x["text"] for x in lines}) == len(lines)
 
 

@@ -144,7 +144,11 @@ def evaluate(
 
 
 # The frozen held-out sets (never tuned on), by data-set name.
-HELD_OUT = {"heldout": REPO / "tests" / "heldout", "heldout-2": REPO / "tests" / "heldout2"}
+HELD_OUT = {
+    "heldout": REPO / "tests" / "heldout",
+    "heldout-2": REPO / "tests" / "heldout2",
+    "heldout-3": REPO / "tests" / "heldout3",
+}
 DATASETS = ("corpus", "handwritten-dev", "plain-dev", "bipia-dev", "generated-dev", *HELD_OUT)
 
 
@@ -152,7 +156,7 @@ def gate_datasets(
     bipia_dir: Path | None = None, names: Iterable[str] = DATASETS
 ) -> dict[str, list[dict[str, Any]]]:
     """The data sets of ``names`` that are found: ``corpus``, ``handwritten-dev``, ``plain-dev``,
-    ``heldout`` and ``heldout-2`` (the repository), ``bipia-dev`` and ``generated-dev`` (from
+    ``heldout``, ``heldout-2`` and ``heldout-3`` (the repository), ``bipia-dev`` and ``generated-dev`` (from
     BIPIA's training split, given or nearby). A data set not named is not read."""
     wanted = set(names)
     if unknown := wanted - set(DATASETS):
