@@ -213,6 +213,25 @@ def test_a_candidate_read_twice_by_the_scan_reads_the_gate_again(
     assert store.verify(recalled.receipt, then)
 
 
+def test_a_kept_version_read_half_written_reads_the_gate_again(
+    neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str
+) -> None:
+    # The node's version lists read on either side of the overwrite that appended to them: its
+    # times already hold the kept version, its tokens not yet (collect() drops the null token).
+    store, backend, rid, then, recalled, _, _ = _recorded_then_overwritten(neo4j_driver, neo4j_target, tenant)
+    whole = _node(neo4j_driver, tenant, rid)
+    assert whole["v_tok1"]
+    _set_node(neo4j_driver, tenant, rid, {k: v for k, v in whole.items() if k not in ("v_tok1", "v_tok2")})
+    seen = _reads_until(backend, 2, lambda: _set_node(neo4j_driver, tenant, rid, whole))
+    try:
+        again = store.recall(then, "capture timeouts retried")
+    finally:
+        _set_node(neo4j_driver, tenant, rid, whole)
+    assert seen[:3] == ["gate_state", "gate", "gate"]  # the read with a token missing was not used
+    assert again.receipt == recalled.receipt
+    assert again.records == recalled.records
+
+
 def test_a_gate_torn_at_every_read_is_a_conflict_not_an_answer(
     neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str
 ) -> None:

@@ -122,6 +122,19 @@ _INSTANTS = range(
 )
 
 
+def _whole(gated: neo4j.Record) -> bool:
+    """Whether the gate's parallel lists are whole: one entry per candidate (ids, tokens, reasons,
+    times, fingerprints when asked for) and per survivor (recency, text when asked for). A null
+    that ``collect`` dropped (a torn read of a kept version's lists) makes one shorter."""
+    n = len(gated["ids"])
+    if not len(gated["first"]) == len(gated["second"]) == len(gated["reasons"]) == len(gated["times"]) == n:
+        return False
+    alive = sum(1 for r in gated["reasons"] if not r)
+    if len(gated["recency"]) != alive or (gated["docs"] and len(gated["docs"]) != alive):
+        return False
+    return not gated["fingerprints"] or len(gated["fingerprints"]) == n
+
+
 def _boundaries(
     times: Sequence[Sequence[int | None]], later_at: int | None
 ) -> tuple[list[datetime], list[datetime]]:
@@ -767,8 +780,9 @@ class Neo4jBackend:
         then see today's version in place of the one it held. The statement counts the
         candidates whose node's last change is not the edge's (``torn``) and the rows of a
         candidate met twice by the index scan (a write moved its entry past the scan: more
-        ``rows`` than ``distinct_ids``), and with ``fingerprints`` every reported fingerprint
-        must be the one its tokens are of.
+        ``rows`` than ``distinct_ids``); a kept version's lists read on either side of the
+        write that appended to them leave a token null, which ``collect`` drops (``_whole``);
+        and with ``fingerprints`` every reported fingerprint must be the one its tokens are of.
         The write has committed by the next read. ``TransactionConflict`` if every read
         is torn.
         """
@@ -792,7 +806,7 @@ class Neo4jBackend:
                 with_content=with_content,
                 erasures_name=erasures_name(ctx.tenant),
             )[0]
-            if gated["torn"] or gated["rows"] != gated["distinct_ids"]:
+            if gated["torn"] or gated["rows"] != gated["distinct_ids"] or not _whole(gated):
                 continue
             pairs = zip(gated["fingerprints"], gated["first"], gated["second"], strict=True)
             if not fingerprints or all(stored_tokens(fp) == (a, b) for (fp, _), a, b in pairs):
