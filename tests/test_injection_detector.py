@@ -109,7 +109,7 @@ def test_a_retrain_reproduces_the_shipped_weights() -> None:
 
 
 def test_training_uses_the_train_halves_of_the_hand_written_and_plain_sets_only() -> None:
-    from graphmem.eval.gate_data import handwritten_lines
+    from graphmem.eval.gate_data import handwritten_lines, plain_lines
     from graphmem.eval.train_detector import PART_WEIGHTS, _label_segments, training_texts
 
     bipia = default_bipia_dir()
@@ -121,8 +121,6 @@ def test_training_uses_the_train_halves_of_the_hand_written_and_plain_sets_only(
     untrusted_train = [x for x in handwritten_lines("train") if x["source_trust"] == "untrusted"]
     assert {x["text"] for x in untrusted_train} <= trained
     assert not {x["text"] for x in handwritten_lines("dev")} & trained
-    from graphmem.eval.gate_data import plain_lines
-
     plain_train = [x for x in plain_lines("train") if x["source_trust"] == "untrusted"]
     assert {x["text"] for x in plain_train} <= trained
     assert not {x["text"] for x in plain_lines("dev")} & trained

@@ -123,9 +123,12 @@ _INSTANTS = range(
 
 
 def _whole(gated: neo4j.Record) -> bool:
-    """Whether the gate's parallel lists are whole: one entry per candidate (ids, tokens, reasons,
-    times, fingerprints when asked for) and per survivor (recency, text when asked for). A null
-    that ``collect`` dropped (a torn read of a kept version's lists) makes one shorter."""
+    """Whether the gate's row is whole: every candidate once (the index scan met none twice) and
+    its parallel lists with one entry per candidate (ids, tokens, reasons, times, fingerprints
+    when asked for) and per survivor (recency, text when asked for). A null that ``collect``
+    dropped (a torn read of a kept version's lists) makes one shorter."""
+    if gated["rows"] != gated["distinct_ids"]:
+        return False
     n = len(gated["ids"])
     if not len(gated["first"]) == len(gated["second"]) == len(gated["reasons"]) == len(gated["times"]) == n:
         return False
@@ -778,11 +781,11 @@ class Neo4jBackend:
         list: status, fingerprint tokens, last change) before a write committed and its
         node (fingerprint, kept versions) after, or the other way round; a replay would
         then see today's version in place of the one it held. The statement counts the
-        candidates whose node's last change is not the edge's (``torn``) and the rows of a
-        candidate met twice by the index scan (a write moved its entry past the scan: more
-        ``rows`` than ``distinct_ids``); a kept version's lists read on either side of the
-        write that appended to them leave a token null, which ``collect`` drops (``_whole``);
-        and with ``fingerprints`` every reported fingerprint must be the one its tokens are of.
+        candidates whose node's last change is not the edge's (``torn``); the row must be
+        whole (``_whole``): a candidate met twice by the index scan (a write moved its entry
+        past the scan) or a kept version's lists read on either side of the write that
+        appended to them (a null token, which ``collect`` drops) is torn too; and with
+        ``fingerprints`` every reported fingerprint must be the one its tokens are of.
         The write has committed by the next read. ``TransactionConflict`` if every read
         is torn.
         """
@@ -806,7 +809,7 @@ class Neo4jBackend:
                 with_content=with_content,
                 erasures_name=erasures_name(ctx.tenant),
             )[0]
-            if gated["torn"] or gated["rows"] != gated["distinct_ids"] or not _whole(gated):
+            if gated["torn"] or not _whole(gated):
                 continue
             pairs = zip(gated["fingerprints"], gated["first"], gated["second"], strict=True)
             if not fingerprints or all(stored_tokens(fp) == (a, b) for (fp, _), a, b in pairs):

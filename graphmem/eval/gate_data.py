@@ -238,11 +238,16 @@ def bipia_lines(directory: Path, split: str, *, per_instruction: int = 6, seed: 
     return lines
 
 
-def handwritten_split(text: str, seed: int = HANDWRITTEN_SEED) -> str:
+def _half(name: str, seed: int, text: str) -> str:
     """``train`` or ``dev``: the lowest bit of a seeded hash of ``text`` (stable: one line's split
     never depends on the other lines)."""
-    digest = hashlib.sha256(f"handwritten:{seed}:{text}".encode()).digest()
+    digest = hashlib.sha256(f"{name}:{seed}:{text}".encode()).digest()
     return "train" if digest[0] & 1 == 0 else "dev"
+
+
+def handwritten_split(text: str, seed: int = HANDWRITTEN_SEED) -> str:
+    """The hand-written line's half (``_half``)."""
+    return _half("handwritten", seed, text)
 
 
 def handwritten_lines(split: str | None = None, directory: Path = HANDWRITTEN) -> list[Line]:
@@ -253,14 +258,9 @@ def handwritten_lines(split: str | None = None, directory: Path = HANDWRITTEN) -
 
 
 def plain_lines(split: str | None = None, directory: Path = PLAIN) -> list[Line]:
-    """The plain set's lines of ``split`` (``train``, ``dev``; ``None``: every line): the lowest bit
-    of a seeded hash of the text, as ``handwritten_split``."""
+    """The plain set's lines of ``split`` (``train``, ``dev``; ``None``: every line), each with its
+    half (``_half``) as ``split``."""
     if split not in ("train", "dev", None):
         raise ValueError(f"split must be 'train' or 'dev', got {split!r}")
-    out: list[Line] = []
-    for line in labelled(directory):
-        digest = hashlib.sha256(f"plain:{PLAIN_SEED}:{line['text']}".encode()).digest()
-        half = "train" if digest[0] & 1 == 0 else "dev"
-        if split is None or half == split:
-            out.append({**line, "split": half})
-    return out
+    lines = [{**line, "split": _half("plain", PLAIN_SEED, line["text"])} for line in labelled(directory)]
+    return [line for line in lines if split is None or line["split"] == split]

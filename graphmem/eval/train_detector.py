@@ -151,16 +151,12 @@ def training_texts(bipia_dir: Path) -> list[tuple[dict[str, Any], set[str] | Non
     for line in generated_lines(bipia_dir, "train", n=GENERATED):
         inserted = line.pop("inserted", None)
         out.append(({**line, "part": "generated"}, set(segments(inserted)) if inserted else None))
-    for line in handwritten_lines("train"):
-        if line["label"] == "benign" and line["source_trust"] == "trusted":
-            continue  # a trusted author's orders are not what untrusted text may say
-        instruction = line.get("instruction")
-        out.append(({**line, "part": "handwritten"}, set(segments(instruction)) if instruction else None))
-    for line in plain_lines("train"):
-        if line["label"] == "benign" and line["source_trust"] == "trusted":
-            continue
-        instruction = line.get("instruction")
-        out.append(({**line, "part": "plain"}, set(segments(instruction)) if instruction else None))
+    for part, lines in (("handwritten", handwritten_lines("train")), ("plain", plain_lines("train"))):
+        for line in lines:
+            if line["label"] == "benign" and line["source_trust"] == "trusted":
+                continue  # a trusted author's orders are not what untrusted text may say
+            instruction = line.get("instruction")
+            out.append(({**line, "part": part}, set(segments(instruction)) if instruction else None))
     for text in VARIANTS:
         out.append(({"text": text, "label": "attack", "source_trust": "untrusted", "part": "variants"}, None))
     for text in BENIGN_VARIANTS:
