@@ -11,6 +11,7 @@ import sqlite3
 import threading
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import neo4j
 import pytest
@@ -19,6 +20,7 @@ from graphmem import (
     DropReason,
     ForgetMode,
     ForgetRequest,
+    GraphmemError,
     Kind,
     MemoryRecord,
     MemoryStore,
@@ -282,6 +284,15 @@ def delete_behind_the_store(store: MemoryStore, tenant: str, rid: str) -> None:
     store._gate_cache.purge({tenant})
 
 
+def _node_lists(driver: neo4j.Driver, tenant: str) -> list[tuple[str, Any]]:
+    with driver.session() as session:
+        row = session.run(
+            "MATCH (m:Memory {tenant: $t}) RETURN m.v_body AS body, size(m.v_until) AS until", t=tenant
+        ).single()
+    assert row is not None
+    return [("v_body", row["body"]), ("v_until", row["until"])]
+
+
 @pytest.mark.neo4j
 def test_a_neo4j_version_kept_without_a_body_replays_todays_record(
     neo4j_driver: neo4j.Driver, tenant: str
@@ -296,9 +307,19 @@ def test_a_neo4j_version_kept_without_a_body_replays_todays_record(
     clock.at = day(12)
     store.propose(proposal(tenant, "Capture timeouts are retried once.", "msg-2"), source_trust=Trust.TRUSTED)
     assert [len(r.sources) for r in store.recall(ctx(tenant, 10), "capture").records] == [1]
-    # Versions kept before they had bodies: the node has v_until but no v_body.
+    # Versions kept before they had bodies: the node has v_until but no v_body, in a store
+    # of schema 5, which recall refuses until the schema step pads the bodies.
     with neo4j_driver.session() as session:
         session.run("MATCH (m:Memory {tenant: $t}) REMOVE m.v_body", t=tenant).consume()
+        session.run("MATCH (v:GraphmemSchema {name: 'graphmem'}) SET v.version = 5").consume()
+    old = MemoryStore(Neo4jBackend(neo4j_driver), clock=clock)
+    try:
+        with pytest.raises(GraphmemError) as refused:
+            old.recall(ctx(tenant, 10), "capture")
+        assert refused.value.code == "schema_version"
+    finally:
+        assert old.setup() == 6
+    assert _node_lists(neo4j_driver, tenant) == [("v_body", [""]), ("v_until", 1)]
     store.backend._docs.clear()  # type: ignore[attr-defined]
     store._gate_cache.purge({tenant})
     assert [len(r.sources) for r in store.recall(ctx(tenant, 10), "capture").records] == [2]

@@ -244,3 +244,41 @@ def test_a_gate_torn_at_every_read_is_a_conflict_not_an_answer(
     finally:
         _set_node(neo4j_driver, tenant, rid, after_node)
     assert store.recall(then, "capture timeouts retried").ids == [rid]
+
+
+@pytest.mark.parametrize("newer", ["bodies", "times"])
+def test_a_kept_version_read_torn_by_the_record_read_is_read_again(
+    neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str, newer: str
+) -> None:
+    # The statement that reads the records a replay selected reads the version times on one
+    # side of a second overwrite and the version bodies on the other: the body paired with the
+    # version the replay selected is another version's (or none), and today's record was
+    # returned for it (about one replay in a hundred while writers raced).
+    store, backend, rid, then, recalled, _, _ = _recorded_then_overwritten(neo4j_driver, neo4j_target, tenant)
+    store.clock.at = T0 + timedelta(days=12)  # type: ignore[attr-defined]
+    assert store.propose(_proposal(tenant, "msg-3"), source_trust=Trust.TRUSTED).record_id == rid
+    whole = _node(neo4j_driver, tenant, rid)
+    assert len(whole["v_until"]) == len(whole["v_body"]) == 2
+    keep = "v_until" if newer == "bodies" else "v_body"
+    torn = {**whole, keep: whole[keep][:1]}
+    backend._docs.clear()
+    store._gate_cache.clear()
+    plain = backend._auto
+    reads: list[str] = []
+
+    def auto(name: str, write: bool, params: dict[str, Any]) -> Any:
+        reads.append(name)
+        if name != "recalled_records" or reads.count(name) > 1:
+            return plain(name, write, params)
+        _set_node(neo4j_driver, tenant, rid, torn)
+        try:
+            return plain(name, write, params)
+        finally:
+            _set_node(neo4j_driver, tenant, rid, whole)
+
+    backend._auto = auto  # type: ignore[method-assign]
+    again = store.recall(then, "capture timeouts retried")
+    assert [len(r.sources) for r in again.records] == [1]
+    assert again.records == recalled.records
+    assert again.receipt == recalled.receipt
+    assert reads.count("recalled_records") == 2  # the torn read was not used

@@ -88,7 +88,7 @@ __all__ = [
     "record_of",
 ]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 #: Records whose text (content, embedding) a backend keeps for ranking, by default.
 DOC_CACHE = 200_000
 _REASONS: dict[str, DropReason | None] = {"": None, **{r.value: r for r in DropReason}}
@@ -1025,7 +1025,7 @@ class Neo4jBackend:
             records = self._crypt.records(tenant, rows)
             replaced: set[str] = set()
             if as_of is not None:
-                records, replaced = self._as_of(tenant, rows, records, as_of)
+                records, replaced = self._as_of(tenant, rows, records, as_of, seen)
             if any(r.status is not Status.ACTIVE for r in records):
                 # Only active records pass the gate. This one was erased (its key deleted, or
                 # its node rewritten while the gate read it at read committed) or otherwise
@@ -1046,24 +1046,42 @@ class Neo4jBackend:
         return [held[rid] for rid in record_ids if rid in held]
 
     def _as_of(
-        self, tenant: str, rows: Sequence[Sequence[Any]], records: list[MemoryRecord], as_of: datetime
+        self,
+        tenant: str,
+        rows: Sequence[Sequence[Any]],
+        records: list[MemoryRecord],
+        as_of: datetime,
+        seen: Mapping[str, tuple[str, str | None]],
     ) -> tuple[list[MemoryRecord], set[str]]:
         """``records`` (read as ``rows``) as the store held them at ``as_of``: the first
         version kept after it, where one is; and the ids so replaced. A version kept
-        before versions had bodies has none: today's record stands in for it."""
+        before versions had bodies has an empty one: today's record stands in for it.
+
+        Raises ``TransactionConflict`` when the rows were read torn by an overwrite
+        appending a version (times and bodies of unequal length, or a body sealed for
+        another time), or when a version opened is not the one the gate passed (its
+        fingerprint, in ``seen``): the caller gates again.
+        """
         at = micros(as_of)
         kept: list[tuple[str, int, str]] = []
         for row in rows:
             until, bodies = row[6] or [], row[7] or []
+            if len(until) != len(bodies):
+                raise TransactionConflict(
+                    f"a record recall selected in tenant {tenant!r} was read while an overwrite kept a "
+                    "version of it; recall again"
+                )
             first = _first_after(until, at)
-            if first is not None:
-                # Versions kept before bodies were have none: the body list is the shorter.
-                k = first - (len(until) - len(bodies))
-                if k >= 0 and bodies[k]:
-                    kept.append((row[4], until[first], bodies[k]))
+            if first is not None and bodies[first]:
+                kept.append((row[4], until[first], bodies[first]))
         if not kept:
             return records, set()
-        opened = self._crypt.versions(tenant, kept)
+        opened, unopened = self._crypt.versions(tenant, kept)
+        if unopened or any(rid in seen and seen[rid][0] != r.fingerprint() for rid, r in opened.items()):
+            raise TransactionConflict(
+                f"a version of a record recall selected in tenant {tenant!r} was read while an overwrite "
+                "kept another; recall again"
+            )
         return [opened.get(r.id, r) for r in records], set(opened)
 
     def kept_fingerprints(self, tenant: str, record_ids: Sequence[str], as_of: datetime) -> dict[str, str]:
