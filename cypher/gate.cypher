@@ -41,12 +41,23 @@
 // before any candidate: at read committed, every erase it counts committed
 // before the candidates were read (an erase deletes its data keys before it
 // commits, so what it erased opens for no read that counted it).
+// And `quiet`: whether no write of the tenant was being applied while the
+// candidates were read. Its counts of writes begun and done (gate_state.cypher)
+// are read first, equal, and its count of writes begun again last, unchanged.
+// A write applies its changes to the store before its index updates, and an
+// index update is a removal and an insertion: a scan between the two meets
+// neither entry and misses the candidate (seen in a stress loop of racing
+// replays), which no check of the rows read can see. The client takes a read
+// that is not quiet only when the next read reports the same.
 OPTIONAL MATCH (counter:GraphmemSchema {name: $erasures_name})
-WITH coalesce(counter.erasures, 0) AS erasures
-// Imports the count, so the planner runs the candidates after it (an Apply, not a
+OPTIONAL MATCH (lock:GraphmemSchema {name: $lock_name})
+OPTIONAL MATCH (done:GraphmemSchema {name: $done_name})
+WITH coalesce(counter.erasures, 0) AS erasures, coalesce(lock.writes, 0) AS writes,
+  coalesce(done.writes, 0) AS done
+// Imports the counts, so the planner runs the candidates after them (an Apply, not a
 // cartesian product whose sides it may order either way).
-CALL (erasures) {
-  WITH erasures WHERE erasures IS NOT NULL
+CALL (erasures, writes, done) {
+  WITH erasures WHERE erasures IS NOT NULL AND writes IS NOT NULL AND done IS NOT NULL
   CALL () {
     WITH 1 AS _ WHERE $record_id IS NULL
     MATCH (entry:Scope {tenant: $tenant})
@@ -86,10 +97,10 @@ CALL (erasures) {
   WITH m, id, policy, g, in_scope, later,
     NOT later AND g[13] IS NOT NULL AND $as_of < g[13] AND NOT g[1] IN $forgotten AS overwritten
   WITH m, id, policy, g, in_scope, later, overwritten,
-    overwritten AND coalesce(m.changed_at, -9223372036854775807) <> g[13] AS torn, CASE
-    WHEN overwritten AND m.v_until IS NOT NULL
-    THEN head([i IN range(0, size(m.v_until) - 1) WHERE m.v_until[i] > $as_of])
-  END AS v
+    overwritten AND coalesce(m.changed_at, -9223372036854775807) <> g[13] AS torn,
+    CASE WHEN overwritten THEN coalesce(m.v_until, []) ELSE [] END AS until
+  WITH m, id, policy, g, in_scope, later, overwritten, torn,
+    head([i IN range(0, size(until) - 1) WHERE until[i] > $as_of]) AS v
   WITH m, id, policy, in_scope, later, overwritten, v, torn, CASE WHEN v IS NULL THEN g
     ELSE g[0..1] + [m.v_status[v]] + g[2..8] + [m.v_tok1[v], m.v_tok2[v]] + g[10..] END AS g
   WITH m, id, g, later, overwritten, v, torn, CASE
@@ -134,5 +145,11 @@ CALL (erasures) {
     count(CASE WHEN overwritten THEN 1 END) AS replayed,
     count(CASE WHEN torn THEN 1 END) AS torn, count(id) AS rows, count(DISTINCT id) AS distinct_ids
 }
+// Imports the report, so the count is read again after every candidate.
+CALL (ids, writes, done) {
+  OPTIONAL MATCH (after:GraphmemSchema {name: $lock_name})
+  WHERE ids IS NOT NULL
+  RETURN writes = done AND coalesce(after.writes, 0) = writes AS quiet
+}
 RETURN ids, first, second, fingerprints, reasons, recency, docs, times, later_at, replayed, torn, rows,
-  distinct_ids, erasures
+  distinct_ids, erasures, quiet

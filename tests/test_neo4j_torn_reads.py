@@ -33,6 +33,7 @@ from graphmem import (
     WriteProposal,
 )
 from graphmem.backends.neo4j import Neo4jBackend
+from graphmem.backends.neo4j_rows import done_name, lock_names
 from graphmem.testing.neo4j_server import Neo4jTarget
 from tests.conftest import T0, Clock
 
@@ -282,3 +283,86 @@ def test_a_kept_version_read_torn_by_the_record_read_is_read_again(
     assert again.records == recalled.records
     assert again.receipt == recalled.receipt
     assert reads.count("recalled_records") == 2  # the torn read was not used
+
+
+def _counts(driver: neo4j.Driver, tenant: str, *, begun: int = 0, done: int = 0) -> tuple[int, int]:
+    """The tenant's counts of writes begun and done, each moved by ``begun`` and ``done``."""
+    with driver.session() as session:
+        row = session.run(
+            "MERGE (l:GraphmemSchema {name: $lock}) MERGE (d:GraphmemSchema {name: $done}) "
+            "SET l.writes = coalesce(l.writes, 0) + $begun, d.writes = coalesce(d.writes, 0) + $moved "
+            "RETURN l.writes AS begun, d.writes AS done",
+            lock=lock_names([tenant])[0],
+            done=done_name(tenant),
+            begun=begun,
+            moved=done,
+        ).single()
+    assert row is not None
+    return row["begun"], row["done"]
+
+
+def _two_records(
+    driver: neo4j.Driver, target: Neo4jTarget, tenant: str
+) -> tuple[MemoryStore, Neo4jBackend, ReadContext, Any]:
+    store = MemoryStore(Neo4jBackend(driver, uri=target.uri or ""), clock=Clock(T0 + timedelta(days=1)))
+    for source in ("msg-1", "msg-2"):
+        made = _proposal(tenant, source).model_copy(
+            update={"content": f"Capture timeouts at gateway {source} are retried once."}
+        )
+        store.propose(made, source_trust=Trust.TRUSTED)
+    backend = store.backend
+    assert isinstance(backend, Neo4jBackend)
+    ctx = ReadContext(tenant=tenant, scopes=(SCOPE,), now=T0 + timedelta(days=2))
+    recalled = store.recall(ctx, "capture timeouts retried")
+    assert len(recalled.ids) == 2
+    store._gate_cache.clear()
+    return store, backend, ctx, recalled
+
+
+def test_a_scan_that_missed_a_candidate_while_a_write_was_applied_reads_the_gate_again(
+    neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str
+) -> None:
+    # A write's index update is a removal and an insertion; a scan between the two meets
+    # neither entry. No check of the rows read can see the candidate missing, but the
+    # write was counted begun and not yet done while the scan ran.
+    store, backend, ctx, recalled = _two_records(neo4j_driver, neo4j_target, tenant)
+    missing = recalled.ids[0]
+    g = _edge(neo4j_driver, tenant, missing)
+    with neo4j_driver.session() as session:
+        session.run(
+            "MATCH (:Memory {tenant: $tenant, id: $id})-[r:APPLIES_TO]->() REMOVE r.g",
+            tenant=tenant,
+            id=missing,
+        ).consume()
+    _counts(neo4j_driver, tenant, begun=1)
+
+    def applied() -> None:
+        _set_edge(neo4j_driver, tenant, missing, g)
+        _counts(neo4j_driver, tenant, done=1)
+
+    seen = _reads_until(backend, 2, applied)
+    try:
+        again = store.recall(ctx, "capture timeouts retried")
+    finally:
+        _set_edge(neo4j_driver, tenant, missing, g)
+    assert again.ids == recalled.ids
+    assert again.receipt == recalled.receipt
+    assert seen[:3] == ["gate_state", "gate", "gate"]  # the read that missed it was not used
+
+
+def test_a_read_while_a_write_is_unfinished_is_taken_when_the_next_read_agrees(
+    neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str
+) -> None:
+    # A writer that stopped between its commit and recording it done leaves the counts
+    # unequal until the next write finishes: recall reads the gate twice, and answers.
+    store, backend, ctx, recalled = _two_records(neo4j_driver, neo4j_target, tenant)
+    begun, done = _counts(neo4j_driver, tenant, begun=1)
+    assert begun == done + 1
+    seen = _reads_until(backend, 0, lambda: None)
+    try:
+        again = store.recall(ctx, "capture timeouts retried")
+        assert again.receipt == recalled.receipt
+        assert seen[:3] == ["gate_state", "gate", "gate"]
+        assert seen.count("gate") == 2
+    finally:
+        _counts(neo4j_driver, tenant, done=1)
