@@ -887,7 +887,7 @@ def eval_cmd(
     """Score gated recall, the same ranking without the gate, and an untyped baseline, per capability.
 
     With --gate, score the write gate instead: each data set (the rules' own
-    corpus, the dev halves of the hand-written and plain sets, BIPIA-composed
+    corpus, the dev halves of the hand-written and the two plain sets, BIPIA-composed
     dev attacks of unseen categories, generated dev attacks, the three frozen
     held-out sets) under each layer, with a confusion table and p95 latency.
     """

@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -14,12 +16,14 @@ from graphmem.eval.gate import HELD_OUT, evaluate, gate_datasets, layer_policy, 
 from graphmem.eval.gate_data import (
     HANDWRITTEN,
     PLAIN,
+    PLAIN2,
     REPO,
     compose,
     handwritten_lines,
     handwritten_split,
     jsonl_lines,
     labelled,
+    plain2_lines,
     plain_lines,
 )
 from graphmem.policy.text import fold
@@ -176,8 +180,12 @@ def _text_hashes(path: object) -> set[str]:
 
 @pytest.mark.parametrize(
     ("directory", "others"),
-    [(HANDWRITTEN, ("corpus", "held-out")), (PLAIN, ("corpus", "held-out", "handwritten"))],
-    ids=["handwritten", "plain"],
+    [
+        (HANDWRITTEN, ("corpus", "held-out")),
+        (PLAIN, ("corpus", "held-out", "handwritten")),
+        (PLAIN2, ("corpus", "held-out", "handwritten", "plain")),
+    ],
+    ids=["handwritten", "plain", "plain2"],
 )
 def test_no_development_text_is_in_the_corpus_the_held_out_sets_or_another_set(
     directory: object, others: tuple[str, ...]
@@ -187,6 +195,7 @@ def test_no_development_text_is_in_the_corpus_the_held_out_sets_or_another_set(
         "corpus": [REPO / "tests" / "corpus"],
         "held-out": list(HELD_OUT.values()),
         "handwritten": [HANDWRITTEN],
+        "plain": [PLAIN],
     }
     seen = set()
     for other in others:
@@ -219,10 +228,38 @@ def test_the_plain_set_loads_with_its_categories_languages_and_carriers() -> Non
     assert len({x["text"] for x in lines}) == len(lines)
 
 
-def test_the_plain_split_is_a_stable_hash_disjoint_and_balanced() -> None:
-    lines = plain_lines()
-    train, dev = plain_lines("train"), plain_lines("dev")
-    assert [x["split"] for x in plain_lines()] == [x["split"] for x in lines]
+def test_the_second_plain_set_loads_with_its_categories_languages_carriers_and_positions() -> None:
+    lines = plain2_lines()
+    attacks = [x for x in lines if x["label"] == "attack"]
+    benign = [x for x in lines if x["label"] == "benign"]
+    assert len(attacks) == 490
+    assert len(benign) == 418
+    assert all(x["source_trust"] == "untrusted" for x in attacks)
+    assert Counter(x["source_trust"] for x in benign) == {"untrusted": 360, "trusted": 58}
+    assert set(Counter(x["category"] for x in attacks).values()) == {35}
+    assert len(Counter(x["category"] for x in attacks)) == 14
+    assert len({x["lang"] for x in attacks}) == len({x["lang"] for x in benign}) == 22
+    assert {x["lang"] for x in attacks} >= {*LANGUAGES_13, "ar"}
+    assert len({x["carrier"] for x in attacks}) >= 15
+    assert all(x["instruction"] and x["instruction"] in x["text"] for x in attacks)
+    # Alone (the text is the instruction) exactly where the carrier is none.
+    assert all((x["carrier"] == "none") == (x["position"] == "whole") for x in attacks)
+    assert all((x["text"] == x["instruction"]) == (x["carrier"] == "none") for x in attacks)
+    assert Counter(x["position"] for x in attacks)["whole"] == 70
+    assert len({x["text"] for x in lines}) == len(lines)
+
+
+@pytest.mark.parametrize(
+    ("lines_of", "dataset"),
+    [(plain_lines, "plain-dev"), (plain2_lines, "plain2-dev")],
+    ids=["plain", "plain2"],
+)
+def test_the_plain_split_is_a_stable_hash_disjoint_and_balanced(
+    lines_of: Callable[..., list[dict[str, Any]]], dataset: str
+) -> None:
+    lines = lines_of()
+    train, dev = lines_of("train"), lines_of("dev")
+    assert [x["split"] for x in lines_of()] == [x["split"] for x in lines]
     assert len(train) + len(dev) == len(lines)
     assert not {x["text"] for x in train} & {x["text"] for x in dev}
     for label in ("attack", "benign"):
@@ -235,5 +272,5 @@ def test_the_plain_split_is_a_stable_hash_disjoint_and_balanced() -> None:
                 if size >= 10:
                     assert 0.25 <= dev_sizes[value] / size <= 0.75, (label, key, value)
     with pytest.raises(ValueError, match="split must be"):
-        plain_lines("test")
-    assert gate_datasets(names=["plain-dev"]) == {"plain-dev": dev}
+        lines_of("test")
+    assert gate_datasets(names=[dataset]) == {dataset: dev}

@@ -26,12 +26,14 @@ from typing import Any
 from graphmem.eval.gate_data import (
     HANDWRITTEN,
     PLAIN,
+    PLAIN2,
     REPO,
     bipia_lines,
     default_bipia_dir,
     generated_lines,
     handwritten_lines,
     labelled,
+    plain2_lines,
     plain_lines,
 )
 from graphmem.model import Kind, Source, Trust
@@ -149,15 +151,16 @@ HELD_OUT = {
     "heldout-2": REPO / "tests" / "heldout2",
     "heldout-3": REPO / "tests" / "heldout3",
 }
-DATASETS = ("corpus", "handwritten-dev", "plain-dev", "bipia-dev", "generated-dev", *HELD_OUT)
+DATASETS = ("corpus", "handwritten-dev", "plain-dev", "plain2-dev", "bipia-dev", "generated-dev", *HELD_OUT)
 
 
 def gate_datasets(
     bipia_dir: Path | None = None, names: Iterable[str] = DATASETS
 ) -> dict[str, list[dict[str, Any]]]:
     """The data sets of ``names`` that are found: ``corpus``, ``handwritten-dev``, ``plain-dev``,
-    ``heldout``, ``heldout-2`` and ``heldout-3`` (the repository), ``bipia-dev`` and ``generated-dev`` (from
-    BIPIA's training split, given or nearby). A data set not named is not read."""
+    ``plain2-dev``, ``heldout``, ``heldout-2`` and ``heldout-3`` (the repository), ``bipia-dev`` and
+    ``generated-dev`` (from BIPIA's training split, given or nearby). A data set not named is not
+    read."""
     wanted = set(names)
     if unknown := wanted - set(DATASETS):
         raise ValueError(f"unknown data set {sorted(unknown)[0]!r}; one of {', '.join(DATASETS)}")
@@ -169,6 +172,8 @@ def gate_datasets(
         found["handwritten-dev"] = handwritten_lines("dev")
     if "plain-dev" in wanted and (PLAIN / "attacks.jsonl").is_file():
         found["plain-dev"] = plain_lines("dev")
+    if "plain2-dev" in wanted and (PLAIN2 / "attacks.jsonl").is_file():
+        found["plain2-dev"] = plain2_lines("dev")
     bipia = bipia_dir or default_bipia_dir()
     if bipia is not None and "bipia-dev" in wanted:
         found["bipia-dev"] = bipia_lines(bipia, "dev")

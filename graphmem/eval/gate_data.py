@@ -25,6 +25,11 @@ A *line* is a mapping with ``text``, ``label`` (``attack`` / ``benign``),
   carrier or alone) and 200 look-alikes (30 trusted), written by a writer who
   had seen none of the gate, its training data or its evaluation sets. Each
   line's half is a seeded hash of its text (``plain_lines``).
+* ``plain2-train`` / ``plain2-dev`` — ``graphmem/eval/data/plain2/``: 490
+  plain-language injections (fourteen categories, 22 languages, in sixteen
+  kinds of carrier or alone) and 418 look-alikes (58 trusted), written by two
+  writers who had seen none of the gate, its data or its evaluation sets.
+  Halves as the plain set's (``plain2_lines``).
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ __all__ = [
     "DEV_CATEGORIES",
     "HANDWRITTEN",
     "PLAIN",
+    "PLAIN2",
     "REPO",
     "bipia_contexts",
     "bipia_lines",
@@ -51,6 +57,7 @@ __all__ = [
     "handwritten_split",
     "jsonl_lines",
     "labelled",
+    "plain2_lines",
     "plain_lines",
 ]
 
@@ -59,8 +66,12 @@ Line = dict[str, Any]
 REPO = Path(__file__).resolve().parents[2]
 HANDWRITTEN = Path(__file__).resolve().parent / "data" / "handwritten"
 PLAIN = Path(__file__).resolve().parent / "data" / "plain"
+PLAIN2 = Path(__file__).resolve().parent / "data" / "plain2"
 # Chosen among 5,000 seeds as the one whose split is most even per category, language and trust.
 PLAIN_SEED = 3664
+# Among 5,000 seeds, the most even of those that put each category and language of ten lines or
+# more a quarter to three quarters in each half.
+PLAIN2_SEED = 3019
 # Chosen among 20,000 seeds as the one whose split is most even per family and per language.
 HANDWRITTEN_SEED = 2296
 
@@ -257,10 +268,17 @@ def handwritten_lines(split: str | None = None, directory: Path = HANDWRITTEN) -
     return [line for line in labelled(directory) if split is None or line["split"] == split]
 
 
-def plain_lines(split: str | None = None, directory: Path = PLAIN) -> list[Line]:
+def plain_lines(
+    split: str | None = None, directory: Path = PLAIN, *, name: str = "plain", seed: int = PLAIN_SEED
+) -> list[Line]:
     """The plain set's lines of ``split`` (``train``, ``dev``; ``None``: every line), each with its
     half (``_half``) as ``split``."""
     if split not in ("train", "dev", None):
         raise ValueError(f"split must be 'train' or 'dev', got {split!r}")
-    lines = [{**line, "split": _half("plain", PLAIN_SEED, line["text"])} for line in labelled(directory)]
+    lines = [{**line, "split": _half(name, seed, line["text"])} for line in labelled(directory)]
     return [line for line in lines if split is None or line["split"] == split]
+
+
+def plain2_lines(split: str | None = None, directory: Path = PLAIN2) -> list[Line]:
+    """The second plain set's lines of ``split``, halved as the first's (``plain_lines``)."""
+    return plain_lines(split, directory, name="plain2", seed=PLAIN2_SEED)
