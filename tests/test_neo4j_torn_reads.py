@@ -24,6 +24,8 @@ import neo4j
 import pytest
 
 from graphmem import (
+    ForgetMode,
+    ForgetRequest,
     Kind,
     MemoryStore,
     ReadContext,
@@ -366,3 +368,36 @@ def test_a_read_while_a_write_is_unfinished_is_taken_when_the_next_read_agrees(
         assert seen.count("gate") == 2
     finally:
         _counts(neo4j_driver, tenant, done=1)
+
+
+def test_kept_versions_read_torn_by_an_erase_are_read_again_by_verify(
+    neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str
+) -> None:
+    # verify reads the kept versions of the records forgotten since a receipt. An erase
+    # committing between its reads of a record's version times and fingerprints left the
+    # times and no fingerprints: a bare TypeError, not an answer.
+    store, backend, rid, then, recalled, _, _ = _recorded_then_overwritten(neo4j_driver, neo4j_target, tenant)
+    store.clock.at = T0 + timedelta(days=12)  # type: ignore[attr-defined]
+    store.forget(
+        ForgetRequest(tenant=tenant, target=rid, mode=ForgetMode.REVOKE, reason="r", requested_by="u")
+    )
+    expected = store.verify(recalled.receipt, then)
+    whole = _node(neo4j_driver, tenant, rid)
+    assert len(whole["v_until"]) == len(whole["v_fp"]) == 2
+    _set_node(neo4j_driver, tenant, rid, {k: v for k, v in whole.items() if k != "v_fp"})
+    seen = _reads_until(backend, 0, lambda: None)
+    plain = backend._read
+
+    def read(name: str, **params: Any) -> list[neo4j.Record]:
+        out = plain(name, **params)
+        if name == "kept_versions" and seen.count(name) == 1:
+            _set_node(neo4j_driver, tenant, rid, whole)
+        return out
+
+    backend._read = read  # type: ignore[method-assign]
+    try:
+        again = store.verify(recalled.receipt, then)
+    finally:
+        _set_node(neo4j_driver, tenant, rid, whole)
+    assert again == expected
+    assert seen.count("kept_versions") == 2

@@ -1117,18 +1117,33 @@ class Neo4jBackend:
         return [opened.get(r.id, r) for r in records], set(opened)
 
     def kept_fingerprints(self, tenant: str, record_ids: Sequence[str], as_of: datetime) -> dict[str, str]:
+        """The fingerprints of the versions of ``record_ids`` kept after ``as_of``, where one
+        is and still opens (an erased version's key is gone). Read again while torn: a
+        record's version times and fingerprints read on either side of an overwrite that
+        appended to them (lists of unequal length, or a fingerprint sealed for another
+        time); ``TransactionConflict`` if every read is."""
         if not record_ids:
             return {}
         at = micros(as_of)
-        kept: list[tuple[str, str, int | None]] = []
-        for row in self._read("kept_versions", tenant=tenant, ids=list(record_ids))[0]["records"]:
-            rid, until, fingerprints = row
-            first = _first_after(until or [], at)
-            if first is not None:
-                kept.append((rid, fingerprints[first], until[first]))
-        opened = self._crypt.fingerprints(tenant, kept)
-        # A version whose key is gone (erased) has no fingerprint to compare.
-        return {rid: fp for (rid, _, _), fp in zip(kept, opened, strict=True) if fp is not None}
+        for _ in range(_TORN_READS):
+            kept: list[tuple[str, str, int | None]] = []
+            rows = self._read("kept_versions", tenant=tenant, ids=list(record_ids))[0]["records"]
+            if any(len(until or []) != len(fingerprints or []) for _, until, fingerprints in rows):
+                continue
+            for rid, until, fingerprints in rows:
+                first = _first_after(until or [], at)
+                if first is not None:
+                    kept.append((rid, fingerprints[first], until[first]))
+            keys = self._crypt.record_keys(tenant, (rid for rid, _, _ in kept))
+            opened = self._crypt.fingerprints(tenant, kept, keys)
+            if any(fp is None and rid in keys for (rid, _, _), fp in zip(kept, opened, strict=True)):
+                continue
+            # A version whose key is gone (erased) has no fingerprint to compare.
+            return {rid: fp for (rid, _, _), fp in zip(kept, opened, strict=True) if fp is not None}
+        raise TransactionConflict(
+            f"records of tenant {tenant!r} changed during each of {_TORN_READS} reads of their kept "
+            "versions; verify again"
+        )
 
     def _append_recalls(self, events: Sequence[AuditEvent]) -> None:
         self._require_schema()
