@@ -401,3 +401,37 @@ def test_kept_versions_read_torn_by_an_erase_are_read_again_by_verify(
         _set_node(neo4j_driver, tenant, rid, whole)
     assert again == expected
     assert seen.count("kept_versions") == 2
+
+
+def test_a_record_whose_body_and_fingerprint_were_read_apart_is_read_again(
+    neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str
+) -> None:
+    # Today's recall reads the selected record's fingerprint after an overwrite committed and
+    # its body before: the fingerprint is the one the gate passed, the body is not of it, and
+    # the record before the overwrite was returned.
+    store, backend, rid, then, _, before, _ = _recorded_then_overwritten(neo4j_driver, neo4j_target, tenant)
+    today = then.model_copy(update={"now": T0 + timedelta(days=12)})
+    expected = store.recall(today, "capture timeouts retried")
+    assert [len(r.sources) for r in expected.records] == [2]
+    backend._docs.clear()
+    store._gate_cache.clear()
+    whole = _node(neo4j_driver, tenant, rid)
+    torn = {**whole, "sealed": before["sealed"], "json": before["json"]}
+    plain = backend._auto
+    reads: list[str] = []
+
+    def auto(name: str, write: bool, params: dict[str, Any]) -> Any:
+        reads.append(name)
+        if name != "recalled_records" or reads.count(name) > 1:
+            return plain(name, write, params)
+        _set_node(neo4j_driver, tenant, rid, torn)
+        try:
+            return plain(name, write, params)
+        finally:
+            _set_node(neo4j_driver, tenant, rid, whole)
+
+    backend._auto = auto  # type: ignore[method-assign]
+    again = store.recall(today, "capture timeouts retried")
+    assert [len(r.sources) for r in again.records] == [2]
+    assert again.records == expected.records
+    assert reads.count("recalled_records") == 2  # the torn read was not used

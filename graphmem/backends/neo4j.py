@@ -1058,6 +1058,14 @@ class Neo4jBackend:
             replaced: set[str] = set()
             if as_of is not None:
                 records, replaced = self._as_of(tenant, rows, records, as_of, seen)
+            if any(
+                r.id in seen and r.id not in replaced and r.fingerprint() != seen[r.id][0] for r in records
+            ):
+                # The node's fingerprint and its body read on either side of a write's commit.
+                raise TransactionConflict(
+                    f"a record recall selected in tenant {tenant!r} was read while a write changed it; "
+                    "recall again"
+                )
             if any(r.status is not Status.ACTIVE for r in records):
                 # Only active records pass the gate. This one was erased (its key deleted, or
                 # its node rewritten while the gate read it at read committed) or otherwise
@@ -1087,7 +1095,8 @@ class Neo4jBackend:
     ) -> tuple[list[MemoryRecord], set[str]]:
         """``records`` (read as ``rows``) as the store held them at ``as_of``: the first
         version kept after it, where one is; and the ids so replaced. A version kept
-        before versions had bodies has an empty one: today's record stands in for it.
+        before versions had bodies has an empty one: today's record stands in for it
+        (among the ids replaced: it is not the version the gate saw).
 
         Raises ``TransactionConflict`` when the rows were read torn by an overwrite
         appending a version (times and bodies of unequal length, or a body sealed for
@@ -1096,6 +1105,7 @@ class Neo4jBackend:
         """
         at = micros(as_of)
         kept: list[tuple[str, int, str]] = []
+        standing_in: set[str] = set()
         for row in rows:
             until, bodies = row[6] or [], row[7] or []
             if len(until) != len(bodies):
@@ -1106,15 +1116,17 @@ class Neo4jBackend:
             first = _first_after(until, at)
             if first is not None and bodies[first]:
                 kept.append((row[4], until[first], bodies[first]))
+            elif first is not None:
+                standing_in.add(row[4])
         if not kept:
-            return records, set()
+            return records, standing_in
         opened, unopened = self._crypt.versions(tenant, kept)
         if unopened or any(rid in seen and seen[rid][0] != r.fingerprint() for rid, r in opened.items()):
             raise TransactionConflict(
                 f"a version of a record recall selected in tenant {tenant!r} was read while an overwrite "
                 "kept another; recall again"
             )
-        return [opened.get(r.id, r) for r in records], set(opened)
+        return [opened.get(r.id, r) for r in records], set(opened) | standing_in
 
     def kept_fingerprints(self, tenant: str, record_ids: Sequence[str], as_of: datetime) -> dict[str, str]:
         """The fingerprints of the versions of ``record_ids`` kept after ``as_of``, where one
