@@ -249,6 +249,33 @@ def test_a_gate_torn_at_every_read_is_a_conflict_not_an_answer(
     assert store.recall(then, "capture timeouts retried").ids == [rid]
 
 
+def _first_record_read_torn(
+    backend: Neo4jBackend,
+    driver: neo4j.Driver,
+    tenant: str,
+    rid: str,
+    torn: dict[str, Any],
+    whole: dict[str, Any],
+) -> list[str]:
+    """Record the backend's statements; the first read of the records a recall selected
+    (recalled_records.cypher) finds the node ``torn``, every other read ``whole``."""
+    plain = backend._auto
+    reads: list[str] = []
+
+    def auto(name: str, write: bool, params: dict[str, Any]) -> Any:
+        reads.append(name)
+        if name != "recalled_records" or reads.count(name) > 1:
+            return plain(name, write, params)
+        _set_node(driver, tenant, rid, torn)
+        try:
+            return plain(name, write, params)
+        finally:
+            _set_node(driver, tenant, rid, whole)
+
+    backend._auto = auto  # type: ignore[method-assign]
+    return reads
+
+
 @pytest.mark.parametrize("newer", ["bodies", "times"])
 def test_a_kept_version_read_torn_by_the_record_read_is_read_again(
     neo4j_driver: neo4j.Driver, neo4j_target: Neo4jTarget, tenant: str, newer: str
@@ -266,20 +293,7 @@ def test_a_kept_version_read_torn_by_the_record_read_is_read_again(
     torn = {**whole, keep: whole[keep][:1]}
     backend._docs.clear()
     store._gate_cache.clear()
-    plain = backend._auto
-    reads: list[str] = []
-
-    def auto(name: str, write: bool, params: dict[str, Any]) -> Any:
-        reads.append(name)
-        if name != "recalled_records" or reads.count(name) > 1:
-            return plain(name, write, params)
-        _set_node(neo4j_driver, tenant, rid, torn)
-        try:
-            return plain(name, write, params)
-        finally:
-            _set_node(neo4j_driver, tenant, rid, whole)
-
-    backend._auto = auto  # type: ignore[method-assign]
+    reads = _first_record_read_torn(backend, neo4j_driver, tenant, rid, torn, whole)
     again = store.recall(then, "capture timeouts retried")
     assert [len(r.sources) for r in again.records] == [1]
     assert again.records == recalled.records
@@ -417,20 +431,7 @@ def test_a_record_whose_body_and_fingerprint_were_read_apart_is_read_again(
     store._gate_cache.clear()
     whole = _node(neo4j_driver, tenant, rid)
     torn = {**whole, "sealed": before["sealed"], "json": before["json"]}
-    plain = backend._auto
-    reads: list[str] = []
-
-    def auto(name: str, write: bool, params: dict[str, Any]) -> Any:
-        reads.append(name)
-        if name != "recalled_records" or reads.count(name) > 1:
-            return plain(name, write, params)
-        _set_node(neo4j_driver, tenant, rid, torn)
-        try:
-            return plain(name, write, params)
-        finally:
-            _set_node(neo4j_driver, tenant, rid, whole)
-
-    backend._auto = auto  # type: ignore[method-assign]
+    reads = _first_record_read_torn(backend, neo4j_driver, tenant, rid, torn, whole)
     again = store.recall(today, "capture timeouts retried")
     assert [len(r.sources) for r in again.records] == [2]
     assert again.records == expected.records
