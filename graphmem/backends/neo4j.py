@@ -1056,12 +1056,14 @@ class Neo4jBackend:
             rows = found["records"]
             records = self._crypt.records(tenant, rows)
             replaced: set[str] = set()
+            standing_in: set[str] = set()
             if as_of is not None:
-                records, replaced = self._as_of(tenant, rows, records, as_of, seen)
+                records, replaced, standing_in = self._as_of(tenant, rows, records, as_of)
             if any(
-                r.id in seen and r.id not in replaced and r.fingerprint() != seen[r.id][0] for r in records
+                r.id in seen and r.id not in standing_in and r.fingerprint() != seen[r.id][0] for r in records
             ):
-                # The node's fingerprint and its body read on either side of a write's commit.
+                # Not the state its gate passed: the node's fingerprint and body, or a version's
+                # time and body, read on either side of a write's commit.
                 raise TransactionConflict(
                     f"a record recall selected in tenant {tenant!r} was read while a write changed it; "
                     "recall again"
@@ -1086,22 +1088,16 @@ class Neo4jBackend:
         return [held[rid] for rid in record_ids if rid in held]
 
     def _as_of(
-        self,
-        tenant: str,
-        rows: Sequence[Sequence[Any]],
-        records: list[MemoryRecord],
-        as_of: datetime,
-        seen: Mapping[str, tuple[str, str | None]],
-    ) -> tuple[list[MemoryRecord], set[str]]:
+        self, tenant: str, rows: Sequence[Sequence[Any]], records: list[MemoryRecord], as_of: datetime
+    ) -> tuple[list[MemoryRecord], set[str], set[str]]:
         """``records`` (read as ``rows``) as the store held them at ``as_of``: the first
-        version kept after it, where one is; and the ids so replaced. A version kept
-        before versions had bodies has an empty one: today's record stands in for it
-        (among the ids replaced: it is not the version the gate saw).
+        version kept after it, where one is; the ids so replaced; and the ids of versions
+        kept before versions had bodies (an empty one), for which today's record stands in.
 
-        Raises ``TransactionConflict`` when the rows were read torn by an overwrite
-        appending a version (times and bodies of unequal length, or a body sealed for
-        another time), or when a version opened is not the one the gate passed (its
-        fingerprint, in ``seen``): the caller gates again.
+        Raises ``TransactionConflict`` when a row's version times and bodies differ in
+        length (read on either side of an overwrite appending to them): the caller gates
+        again. A body paired with another version's time does not open (its sealing names
+        the time) and leaves today's record, which the caller's fingerprint check refuses.
         """
         at = micros(as_of)
         kept: list[tuple[str, int, str]] = []
@@ -1118,15 +1114,8 @@ class Neo4jBackend:
                 kept.append((row[4], until[first], bodies[first]))
             elif first is not None:
                 standing_in.add(row[4])
-        if not kept:
-            return records, standing_in
-        opened, unopened = self._crypt.versions(tenant, kept)
-        if unopened or any(rid in seen and seen[rid][0] != r.fingerprint() for rid, r in opened.items()):
-            raise TransactionConflict(
-                f"a version of a record recall selected in tenant {tenant!r} was read while an overwrite "
-                "kept another; recall again"
-            )
-        return [opened.get(r.id, r) for r in records], set(opened) | standing_in
+        opened = self._crypt.versions(tenant, kept) if kept else {}
+        return [opened.get(r.id, r) for r in records], set(opened), standing_in
 
     def kept_fingerprints(self, tenant: str, record_ids: Sequence[str], as_of: datetime) -> dict[str, str]:
         """The fingerprints of the versions of ``record_ids`` kept after ``as_of``, where one

@@ -289,16 +289,11 @@ class Crypt:
                 out.append(None)
         return out
 
-    def versions(
-        self, tenant: str, kept: Sequence[tuple[str, int, str]]
-    ) -> tuple[dict[str, MemoryRecord], set[str]]:
+    def versions(self, tenant: str, kept: Sequence[tuple[str, int, str]]) -> dict[str, MemoryRecord]:
         """The kept versions ``(record id, until µs, sealed text)`` opened, by record id; one
-        whose key is gone (erased) is left out. Also the ids whose key is there but whose
-        text does not open as the version kept until that time (sealed for another time:
-        lists read torn by a write appending to them)."""
+        whose key is gone (erased) is left out."""
         keys = self.keys.keys(tenant, "record", [rid for rid, _, _ in kept], create=False) if kept else {}
         out: dict[str, MemoryRecord] = {}
-        unopened: set[str] = set()
         for rid, until, text in kept:
             key = keys.get(rid)
             if key is None:
@@ -307,8 +302,8 @@ class Crypt:
             try:
                 out[rid] = MemoryRecord.model_validate_json(unseal(key, aad, base64.b64decode(text)))
             except ValueError:
-                unopened.add(rid)
-        return out, unopened
+                continue
+        return out
 
     def _record(self, tenant: str, row: Sequence[Any], key: bytes | None) -> MemoryRecord:
         text, status, tombstone, sealed, rid = row[:5]
