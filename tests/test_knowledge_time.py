@@ -236,6 +236,54 @@ def _racing_round(timed: MemoryStore, clock: Clock, tenant: str) -> None:
     assert timed.verify(recalled.receipt, then)
 
 
+def test_verifying_a_receipt_while_its_records_are_forgotten_never_reports_a_mismatch(
+    timed: MemoryStore, clock: Clock, tenant: str
+) -> None:
+    # One thread revokes and erases the selected records one by one while two verify the
+    # receipt: each verify answers (a record forgotten since is changed_since, never a
+    # mismatch or an error), whichever side of each forget it reads.
+    ids = [f"e{k}" for k in range(8)]
+    timed.add_many([episode(tenant, rid, 1) for rid in ids])
+    then = ctx(tenant, 10)
+    receipt = timed.recall(then, "capture timeout").receipt
+    assert sorted(receipt.selected_ids) == ids
+    clock.at = day(20)
+    errors: list[BaseException] = []
+    statuses: set[str] = set()
+    done = threading.Event()
+
+    def forget() -> None:
+        try:
+            for k, rid in enumerate(ids):
+                mode = ForgetMode.ERASE if k % 2 else ForgetMode.REVOKE
+                timed.forget(
+                    ForgetRequest(tenant=tenant, target=rid, mode=mode, reason="r", requested_by="u")
+                )
+        except BaseException as err:
+            errors.append(err)
+        finally:
+            done.set()
+
+    def verify() -> None:
+        try:
+            while not done.is_set():
+                statuses.add(timed.verify(receipt, then).status)
+        except BaseException as err:
+            errors.append(err)
+            done.set()
+
+    threads = [threading.Thread(target=forget), *(threading.Thread(target=verify) for _ in range(2))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert errors == []
+    assert all(not t.is_alive() for t in threads)
+    assert statuses <= {"verified", "changed_since"}
+    final = timed.verify(receipt, then)
+    assert (final.status, sorted(final.forgotten)) == ("changed_since", ids)
+
+
 def test_forgetting_one_of_two_sources_of_a_selected_record_leaves_the_receipt_verified(
     timed: MemoryStore, clock: Clock, tenant: str
 ) -> None:
