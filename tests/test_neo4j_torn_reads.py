@@ -56,6 +56,12 @@ def _proposal(tenant: str, source: str) -> WriteProposal:
     )
 
 
+def _run(driver: neo4j.Driver, query: str, **params: Any) -> None:
+    """One statement that puts the server in a state, committed."""
+    with driver.session() as session:
+        session.run(query, params).consume()
+
+
 def _node(driver: neo4j.Driver, tenant: str, rid: str) -> dict[str, Any]:
     with driver.session() as session:
         row = session.run(
@@ -183,12 +189,8 @@ def _second_edge(driver: neo4j.Driver, tenant: str, rid: str, g: list[int]) -> N
 
 
 def _drop_second_edge(driver: neo4j.Driver, tenant: str, rid: str) -> None:
-    with driver.session() as session:
-        session.run(
-            "MATCH (:Memory {tenant: $tenant, id: $id})-[twin:APPLIES_TO {twin: true}]->() DELETE twin",
-            tenant=tenant,
-            id=rid,
-        ).consume()
+    query = "MATCH (:Memory {tenant: $tenant, id: $id})-[twin:APPLIES_TO {twin: true}]->() DELETE twin"
+    _run(driver, query, tenant=tenant, id=rid)
 
 
 @pytest.mark.parametrize("replay", [True, False], ids=["replay", "today"])
@@ -344,12 +346,12 @@ def test_a_scan_that_missed_a_candidate_while_a_write_was_applied_reads_the_gate
     store, backend, ctx, recalled = _two_records(neo4j_driver, neo4j_target, tenant)
     missing = recalled.ids[0]
     g = _edge(neo4j_driver, tenant, missing)
-    with neo4j_driver.session() as session:
-        session.run(
-            "MATCH (:Memory {tenant: $tenant, id: $id})-[r:APPLIES_TO]->() REMOVE r.g",
-            tenant=tenant,
-            id=missing,
-        ).consume()
+    _run(
+        neo4j_driver,
+        "MATCH (:Memory {tenant: $tenant, id: $id})-[r:APPLIES_TO]->() REMOVE r.g",
+        tenant=tenant,
+        id=missing,
+    )
     _counts(neo4j_driver, tenant, begun=1)
 
     def applied() -> None:
