@@ -1033,11 +1033,32 @@ def test_setup_on_a_fresh_database_then_again_changes_nothing(own_store: MemoryS
     assert backend.schema_version() == 0
     tenant = f"t-{uuid.uuid4().hex[:12]}"
     ctx = ReadContext(as_of=KNOWN, tenant=tenant, scopes=("case:c1",), now=T0 + timedelta(days=1))
-    own_store.add(_episode(tenant, 0))  # writes need no schema: they are in the current layout
+    # Before the schema, writes are refused as reads are: without its constraints two first
+    # writers of a tenant could each merge a write lock of their own. Four threads race
+    # their first writes; every one is refused and nothing reaches the database.
+    barrier = threading.Barrier(4)
+    refused: list[str] = []
+
+    def first_write(k: int) -> None:
+        barrier.wait()
+        try:
+            own_store.add(_episode(tenant, k))
+            refused.append("stored")
+        except BackendUnavailable as err:
+            refused.append(err.code)
+
+    threads = [threading.Thread(target=first_write, args=(k,), daemon=True) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert refused == ["schema_missing"] * 4
+    assert _query(backend.driver, "MATCH (n) RETURN count(n) AS n") == [{"n": 0}]
     with pytest.raises(BackendUnavailable) as info:
         own_store.recall(ctx, "")
     assert (info.value.code, "graphmem schema apply" in info.value.message) == ("schema_missing", True)
     assert own_store.setup() == SCHEMA_VERSION
+    own_store.add(_episode(tenant, 0))
     assert own_store.recall(ctx, "").ids == ["r0"]
     before = _schema_snapshot(backend.driver)
     assert before[0]

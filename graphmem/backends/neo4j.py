@@ -512,25 +512,24 @@ class Neo4jBackend:
             "transaction logs is ciphertext no key can open"
         )
 
-    def _require_schema(self, *, indexed: bool = False) -> None:
+    def _require_schema(self) -> None:
         """Refuse to read or write a store whose schema this version of graphmem does not know.
 
-        Checked once per backend. A database never set up (version 0) takes
-        writes, which are already in the current layout, but not ``indexed``
-        reads (the gate seeks an index only the schema step creates); it is
-        checked again on each call until it is set up.
+        Checked once per backend. A database never set up (version 0) is refused too, and
+        checked again on each call until it is set up: the gate seeks indexes only the schema
+        step creates, and the uniqueness constraints are what keep a record's id and a
+        tenant's write lock single when two first writers race (lock_tenants.cypher).
         """
         if self._schema_ok:
             return
         version = self.schema_version()
         if version == 0:
-            if indexed:
-                raise BackendUnavailable(
-                    f"the Neo4j store at {self.uri} has no graphmem schema yet, and recall needs its "
-                    "indexes: run `graphmem schema apply` (store.setup()) once",
-                    code="schema_missing",
-                )
-            return
+            raise BackendUnavailable(
+                f"the Neo4j store at {self.uri} has no graphmem schema yet: run `graphmem schema "
+                "apply` (store.setup()) once; it creates the indexes recall seeks and the "
+                "constraints that keep ids and each tenant's write lock unique",
+                code="schema_missing",
+            )
         if version > SCHEMA_VERSION or 0 < version < SCHEMA_VERSION:
             action = (
                 "run `graphmem schema apply` (store.setup()) to migrate it"
@@ -690,6 +689,7 @@ class Neo4jBackend:
         if self._open() is not None:
             yield
             return
+        self._require_schema()
         with self._errors(True):
             session = self._session(True)
             try:
@@ -815,7 +815,7 @@ class Neo4jBackend:
         the next read reports the same (``_same_report``). ``TransactionConflict`` if no
         read of ``_TORN_READS`` is taken.
         """
-        self._require_schema(indexed=True)
+        self._require_schema()
         previous: neo4j.Record | None = None
         for _ in range(_TORN_READS):
             gated = self._read(
@@ -860,7 +860,7 @@ class Neo4jBackend:
         recording it done) the probe is unsettled, and nothing derived under it is kept. A
         count of erasures greater than the last this backend saw (an erase by any process)
         first drops what the document cache holds of the tenant."""
-        self._require_schema(indexed=True)
+        self._require_schema()
         tenant = ctx.tenant
         epoch = self._docs.epoch(tenant)
         state = self._read(
