@@ -1,14 +1,29 @@
-"""Scans every place a store keeps data for a piece of text (erase completeness checks)."""
+"""Erasure in tests: forgetting records in turn, and scanning every place a store keeps data
+for a piece of text (erase completeness checks)."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from graphmem import MemoryStore
+from graphmem import ForgetMode, ForgetRequest, MemoryStore
 from graphmem.backends.embedded import EmbeddedBackend
 from graphmem.backends.neo4j import Neo4jBackend
+
+
+def forget_alternately(
+    store: MemoryStore, tenant: str, ids: Sequence[str], after: Callable[[str], object] | None = None
+) -> None:
+    """Forget ``ids`` one by one, in order: revoked at even positions, erased at odd ones;
+    ``after(id)`` once each has returned."""
+    for k, rid in enumerate(ids):
+        mode = ForgetMode.ERASE if k % 2 else ForgetMode.REVOKE
+        request = ForgetRequest(tenant=tenant, target=rid, mode=mode, reason="asked", requested_by="alice")
+        store.forget(request)
+        if after is not None:
+            after(rid)
 
 
 def places_holding(store: MemoryStore, tenant: str, text: str) -> list[str]:

@@ -36,6 +36,7 @@ from graphmem.backends.base import AddEdge, Op, PutRecord, ScopeWithin
 from graphmem.bench.concurrency import MixedConfig, run_mixed
 from graphmem.bench.invariants import INVARIANTS, Forgotten, Ledger, Recalled, check, within_cycles
 from graphmem.model import ForgetEntry, ForgetReport, utcnow
+from tests.erasure import forget_alternately
 
 # The mixed run's 8 threads: operations each, and reader threads beside them; then the rounds
 # of each race and the writes under the readers. A few seconds per test and backend.
@@ -187,14 +188,12 @@ def test_recall_racing_forget_never_selects_a_forgotten_record(
     selections: list[tuple[float, list[str], list[Status]]] = []
     done = threading.Event()
 
+    def forgot(rid: str) -> None:
+        forgotten_at[rid] = time.perf_counter()
+
     def forget_all() -> None:
         try:
-            for i, rid in enumerate(ids):
-                mode = ForgetMode.ERASE if i % 2 else ForgetMode.REVOKE
-                store.forget(
-                    ForgetRequest(tenant=tenant, target=rid, mode=mode, reason="asked", requested_by="alice")
-                )
-                forgotten_at[rid] = time.perf_counter()
+            forget_alternately(store, tenant, ids, forgot)
         finally:
             done.set()
 

@@ -35,7 +35,7 @@ from graphmem import (
 from graphmem.backends.embedded import EmbeddedBackend
 from graphmem.backends.sqlite_engine import DB_NAME, FORMAT
 from tests.conftest import T0, Clock
-from tests.erasure import places_holding
+from tests.erasure import forget_alternately, places_holding
 
 DAY = timedelta(days=1)
 SCOPE = "system:gateway"
@@ -254,11 +254,7 @@ def test_verifying_a_receipt_while_its_records_are_forgotten_never_reports_a_mis
 
     def forget() -> None:
         try:
-            for k, rid in enumerate(ids):
-                mode = ForgetMode.ERASE if k % 2 else ForgetMode.REVOKE
-                timed.forget(
-                    ForgetRequest(tenant=tenant, target=rid, mode=mode, reason="r", requested_by="u")
-                )
+            forget_alternately(timed, tenant, ids)
         except BaseException as err:
             errors.append(err)
         finally:
