@@ -176,6 +176,59 @@ def test_a_body_damaged_after_a_recall_parsed_it_is_refused(tmp_path: Path, tena
         assert err.value.code == "store_corrupt"
 
 
+AWKWARD = [
+    'quote " backslash \\ slash / end',
+    "lines\nand\ttabs\rand \x1e record \x1f unit \x00 nul separators",
+    "snowman \u2603, emoji \U0001f600, line separator \u2028, bom \ufeff, right-to-left \u202e",
+    '{"a json": ["looking", "text"]} , ; | || char(30)',
+]
+
+
+@pytest.mark.parametrize("in_memory", [False, True], ids=["file", "memory"])
+def test_a_recall_returns_every_selected_record_exactly_as_written(
+    tmp_path: Path, tenant: str, in_memory: bool
+) -> None:
+    """A recall fetches its selected records in one row: text holding quotes, control and
+    separator characters, non-ASCII and JSON comes back equal, in the recall's order, as `get`."""
+    store = MemoryStore.embedded(None if in_memory else tmp_path / "memdir", audit_recalls=False)
+    with store:
+        written = [_episode(tenant, f"r{i}", f"payment {i} {text}") for i, text in enumerate(AWKWARD)]
+        store.add_many(written)
+        ctx = ReadContext(as_of=KNOWN, tenant=tenant, scopes=["case:c1"], now=T0.replace(day=2), limit=10)
+        for _ in range(2):  # parsed, then reused
+            selection = store.recall(ctx, "payment")
+            assert sorted(selection.ids) == sorted(r.id for r in written)
+            assert [r.id for r in selection.records] == list(selection.ids)
+            by_id = {r.id: r for r in written}
+            for record in selection.records:
+                assert record.content == by_id[record.id].content
+                assert record == store.get(tenant, record.id)
+
+
+def test_a_body_damaged_with_a_separator_character_is_refused(tmp_path: Path, tenant: str) -> None:
+    """A stored body changed to hold the characters a recall's one-row fetch joins records and
+    fingerprints with is refused as damage, never split into other records."""
+    path = tmp_path / "memdir"
+    _filled(path, tenant, 5)
+    ctx = ReadContext(as_of=KNOWN, tenant=tenant, scopes=["case:c1"], now=T0.replace(day=2))
+    for damage in ("\x1f", "\x1e", "\x1e\x1f"):
+        with MemoryStore.embedded(path, audit_recalls=False) as store:
+            assert "r3" in store.recall(ctx, "payment 3").ids
+        conn = sqlite3.connect(path / DB_NAME)
+        with conn:
+            before = conn.execute("SELECT body FROM records WHERE id = 'r3'").fetchone()[0]
+            conn.execute("UPDATE records SET body = body || ? WHERE id = 'r3'", (damage,))
+        conn.close()
+        with MemoryStore.embedded(path, audit_recalls=False) as store:
+            with pytest.raises(BackendUnavailable) as err:
+                store.recall(ctx, "payment 3")
+            assert err.value.code == "store_corrupt"
+        conn = sqlite3.connect(path / DB_NAME)
+        with conn:
+            conn.execute("UPDATE records SET body = ? WHERE id = 'r3'", (before,))
+        conn.close()
+
+
 # -- graphmem check ---------------------------------------------------------------
 
 

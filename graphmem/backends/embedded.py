@@ -143,9 +143,6 @@ _BY_CONTENT_HASH = (
 # Edge-table lookups join records with CROSS JOIN, which keeps the edge table the outer loop:
 # given ORDER BY r.id, SQLite would otherwise walk every record of the tenant in id order.
 _PARENTS = "SELECT parent FROM within WHERE tenant = ? AND child = ?"
-_PARENTS_KNOWN = (
-    "SELECT parent FROM within WHERE tenant = ? AND child = ? AND (recorded IS NULL OR recorded <= ?)"
-)
 # A row the gate drops at a knowledge time (the first parameter) and valid time (the second
 # and third) and at every later pair, by its columns alone: last changed by then (so its
 # columns are its state then: ``Candidate.version_at``, ``ends_known_at``), and not active,
@@ -181,7 +178,28 @@ _CHANGES = (
 _COUNT_ERASURE = (
     "INSERT INTO erasures (tenant, count) VALUES (?, 1) ON CONFLICT (tenant) DO UPDATE SET count = count + 1"
 )
-_ERASURES = "SELECT count FROM erasures WHERE tenant = ?"
+# The bodies of the records of a JSON list of ids, each followed by its fingerprint (joined by
+# ``_UNIT``, records by ``_RECORD``: characters no stored JSON body holds raw), and, with a
+# knowledge time (the third parameter; else NULL), every version kept after it of those
+# records (JSON list of [id, until, fingerprint, body]): a recall's fetch in one row.
+_UNIT, _RECORD = "\x1f", "\x1e"
+_SELECTED = (
+    "SELECT (SELECT group_concat(body || char(31) || fingerprint, char(30)) FROM records "
+    "WHERE tenant = ?1 AND id IN (SELECT value FROM json_each(?2))), "
+    "CASE WHEN ?3 IS NOT NULL THEN (SELECT json_group_array(json_array(id, until, fingerprint, body)) "
+    "FROM versions WHERE tenant = ?1 AND until > ?3 AND id IN (SELECT value FROM json_each(?2))) END"
+)
+# The scopes reachable upward from a JSON list of entry scopes through the WITHIN edges
+# recorded by a knowledge time (the third parameter), with their revisions, as a JSON list of
+# [key, rev], and the tenant's erasure count: the gate probe in one row, so one step.
+_REACH = (
+    "WITH RECURSIVE up(key) AS (SELECT value FROM json_each(?2) "
+    "UNION SELECT w.parent FROM up CROSS JOIN within w ON w.tenant = ?1 AND w.child = up.key "
+    "AND (w.recorded IS NULL OR w.recorded <= ?3)) "
+    "SELECT (SELECT json_group_array(json_array(up.key, coalesce(s.rev, 0))) FROM up "
+    "LEFT JOIN scopes s ON s.tenant = ?1 AND s.key = up.key), "
+    "coalesce((SELECT count FROM erasures WHERE tenant = ?1), 0)"
+)
 
 
 _CHANGES_HELD = 1024
@@ -803,23 +821,18 @@ class EmbeddedBackend:
 
     def _reach(
         self, conn: sqlite3.Connection, ctx: ReadContext
-    ) -> tuple[list[str], set[str], tuple[int, ...]]:
+    ) -> tuple[list[str], set[str], tuple[int, ...], int]:
         """(every scope reachable upward from the context, by key; those a record may apply
-        to; their revisions)."""
+        to; their revisions; the tenant's erasure count), in one statement of one row."""
         # Only through the WITHIN edges recorded by the read's knowledge time.
-        reached = sorted(self._walk(ctx.tenant, ctx.entry_scopes, _PARENTS_KNOWN, ts(ctx.known_at)))
+        row = conn.execute(
+            _REACH, (ctx.tenant, json.dumps(list(ctx.entry_scopes)), ts(ctx.known_at))
+        ).fetchone()
+        revs = dict(json.loads(row[0]))
+        reached = sorted(revs)
         own = set(ctx.own_runs)
         matching = {s for s in reached if scope_type(s) != "run" or s in own}
-        revs: dict[str, int] = {}
-        for at in range(0, len(reached), 500):
-            chunk = reached[at : at + 500]
-            revs.update(
-                conn.execute(
-                    f"SELECT key, rev FROM scopes WHERE tenant = ? AND key IN ({_marks(len(chunk))})",
-                    (ctx.tenant, *chunk),
-                ).fetchall()
-            )
-        return reached, matching, tuple(revs.get(s, 0) for s in reached)
+        return reached, matching, tuple(revs[s] for s in reached), row[1]
 
     def gate_probe(self, ctx: ReadContext) -> GateProbe:
         """Key: the scopes the context reaches and its terms; token: those scopes' revisions
@@ -827,9 +840,7 @@ class EmbeddedBackend:
         the scopes it touches, in every process); erasures: the tenant's count of committed
         erasing writes, in the same snapshot."""
         with self._read() as conn:  # one snapshot (``BEGIN``): the count is the revisions'
-            reached, matching, revs = self._reach(conn, ctx)
-            counted = conn.execute(_ERASURES, (ctx.tenant,)).fetchone()
-        erasures = counted[0] if counted else 0
+            reached, matching, revs, erasures = self._reach(conn, ctx)
         key = (tuple(reached), ctx.own_runs, ctx.policy, ctx.kinds, ctx.clearance, ctx.environment)
         return GateProbe(key, revs, (reached, matching), erasures)
 
@@ -864,7 +875,7 @@ class EmbeddedBackend:
             if isinstance(probe.state, tuple):
                 reached, matching = probe.state
             else:
-                reached, matching, _ = self._reach(conn, ctx)
+                reached, matching, _, _ = self._reach(conn, ctx)
             for at in range(0, len(reached), 500):
                 chunk = reached[at : at + 500]
                 rows = conn.execute(
@@ -962,7 +973,7 @@ class EmbeddedBackend:
         """Every candidate of ``ctx`` built from its whole record, with whether it is in scope:
         the reference gate's input (tests hold ``gate`` to it)."""
         with self._read() as conn:
-            reached, matching, _ = self._reach(conn, ctx)
+            reached, matching, _, _ = self._reach(conn, ctx)
             out: list[tuple[Candidate, bool]] = []
             for record in self.records_applying(ctx.tenant, reached):
                 changes = [
@@ -992,7 +1003,7 @@ class EmbeddedBackend:
             ).fetchone()
             if row is None:
                 return None
-            _, matching, _ = self._reach(conn, ctx)
+            _, matching, _, _ = self._reach(conn, ctx)
             return self._candidate(ctx.tenant, row, conn, ctx.known_at), row[13] in matching
 
     def revision(self) -> tuple[int, int]:
@@ -1036,10 +1047,7 @@ class EmbeddedBackend:
         parsed: ParsedRecords | None = None,
     ) -> list[MemoryRecord]:
         # One snapshot with the gate's rows: every record is in the state the gate saw.
-        found = self._by_ids(tenant, record_ids, parsed)
-        records = [found[i] for i in record_ids if i in found]
-        if as_of is not None and records:
-            records = self._as_of(tenant, records, as_of)
+        records = self._selected(tenant, record_ids, as_of, parsed) if record_ids else []
         if audit is not None:
             if sync or self._recall_audit_delay <= 0:
                 # Appended before recall returns, once its read snapshot has ended.
@@ -1048,10 +1056,36 @@ class EmbeddedBackend:
                 self._recalls.add(audit)
         return records
 
-    def _as_of(self, tenant: str, records: list[MemoryRecord], as_of: datetime) -> list[MemoryRecord]:
-        """``records`` as the store held them at ``as_of``: the first version kept after it,
-        where one is (with its body: format 3 kept none, so today's record stands in)."""
-        held = self._held_at(tenant, [r.id for r in records], as_of)
+    def _selected(
+        self, tenant: str, record_ids: Sequence[str], as_of: datetime | None, parsed: ParsedRecords | None
+    ) -> list[MemoryRecord]:
+        """The records of ``record_ids`` that exist, in that order, as held at ``as_of`` when
+        given (the first version kept after it, where one is, with its body; format 3 kept
+        none, so today's record stands in). Bodies and versions come in one statement of one
+        row: a recall's fetch is one step of SQLite however many records it returns."""
+        ids = list(dict.fromkeys(record_ids))
+        with self._read() as conn:
+            bodies, versions = conn.execute(
+                _SELECTED, (tenant, json.dumps(ids), None if as_of is None else ts(as_of))
+            ).fetchone()
+        # A damaged body holding a separator splits wrongly, and then fails its fingerprint.
+        pairs = [] if bodies is None else [item.rsplit(_UNIT, 1) for item in bodies.split(_RECORD)]
+        if any(len(pair) != 2 for pair in pairs):
+            raise corrupt_error(str(self.engine.path), ValueError("a record's bytes changed on disk"))
+        found = {r.id: r for r in self._records_of(pairs, parsed)}
+        records = [found[i] for i in record_ids if i in found]
+        if versions is None or not records:
+            return records
+        held: dict[str, tuple[str, str, str | None]] = {}
+        for rid, until, fingerprint, body in json.loads(versions):
+            if rid not in held or until < held[rid][0]:
+                held[rid] = (until, fingerprint, body)
+        return self._versions_held(records, {rid: (f, b) for rid, (_, f, b) in held.items()})
+
+    def _versions_held(
+        self, records: list[MemoryRecord], held: Mapping[str, tuple[str, str | None]]
+    ) -> list[MemoryRecord]:
+        """``records``, each replaced by the body ``held`` for it (its fingerprint checked), if any."""
         if not held:
             return records
         out: list[MemoryRecord] = []
