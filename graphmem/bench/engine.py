@@ -1,5 +1,6 @@
 """Workloads of the embedded engine's files: open time and memory, a reader beside a writing process,
-and the floor of a recall (a bare index seek returning the same candidate rows).
+recall throughput from several processes over one file, and the floor of a recall (a bare index
+seek returning the same candidate rows).
 
 Open and memory are measured in a fresh Python process, so nothing this process
 loaded counts; the writer is another process writing batches to its own tenant.
@@ -26,7 +27,14 @@ from graphmem.bench.core import Latency, measure
 from graphmem.model import MemoryRecord
 from graphmem.store import MemoryStore
 
-__all__ = ["ingest_floor", "open_workload", "reader_beside_writer", "recall_floor", "sqlite_key_floors"]
+__all__ = [
+    "ingest_floor",
+    "open_workload",
+    "reader_beside_writer",
+    "recall_floor",
+    "recall_processes",
+    "sqlite_key_floors",
+]
 
 _OPEN_PROBE = r"""
 import json, sys, time
@@ -70,6 +78,114 @@ while True:
     store.add_many([r.model_copy(update={"id": f"w{i}-{r.id}"}) for r in batch])
     i += 1
 """
+
+
+# One recalling process: its own store over the file, each caller recalled once untimed, then
+# "ready"; on a line "<start> <seconds>" (wall-clock times shared by every process) it recalls
+# round-robin from its offset from start until start + seconds, and prints its latencies and
+# how many selections differed from the oracle's.
+_RECALLER = r"""
+import json, sys, time
+from graphmem import MemoryStore, ReadContext
+spec = json.loads(sys.stdin.readline())
+store = MemoryStore.embedded(spec["path"])
+contexts = [ReadContext.model_validate_json(c) for c in spec["contexts"]]
+queries, expected = spec["queries"], spec["expected"]
+for ctx, query in zip(contexts, queries):
+    store.recall(ctx, query)
+print("ready", flush=True)
+start, seconds = map(float, sys.stdin.readline().split())
+while time.time() < start:
+    time.sleep(0.0005)
+samples, wrong, k = [], 0, spec["offset"]
+while time.time() < start + seconds:
+    at = k % len(contexts)
+    t0 = time.perf_counter()
+    ids = store.recall(contexts[at], queries[at]).ids
+    samples.append((time.perf_counter() - t0) * 1000.0)
+    wrong += ids != expected[at]
+    k += spec["step"]
+store.close()
+print(json.dumps({"samples": samples, "wrong": wrong}), flush=True)
+"""
+
+
+def recall_processes(
+    store: MemoryStore,
+    contexts: Sequence[Any],
+    queries: Sequence[str],
+    expected: Sequence[list[str]],
+    counts: Sequence[int],
+    seconds: float,
+) -> list[dict[str, Any]]:
+    """A ``recall_processes`` row per count in ``counts``: that many processes, each with its own
+    store over ``store``'s file, recalling the callers (``contexts[k]`` asking ``queries[k]``)
+    round-robin for ``seconds`` at once; recalls per second in all, ``ratio_to_one`` against the
+    first count's, and whether every selection equalled ``expected``. What threads of one
+    process cannot overlap (the interpreter runs one at a time), processes can."""
+    directory = getattr(store.backend, "directory", None)
+    if directory is None:
+        raise ValueError("the processes workload needs a store on disk")
+    rows: list[dict[str, Any]] = []
+    for n in counts:
+        procs = [
+            subprocess.Popen(_python(_RECALLER), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            for _ in range(n)
+        ]
+        try:
+            for i, proc in enumerate(procs):
+                assert proc.stdin is not None
+                spec = {
+                    "path": str(directory),
+                    "contexts": [c.model_dump_json() for c in contexts],
+                    "queries": list(queries),
+                    "expected": [list(e) for e in expected],
+                    "offset": i,
+                    "step": n,
+                }
+                proc.stdin.write(json.dumps(spec) + "\n")
+                proc.stdin.flush()
+            for proc in procs:
+                assert proc.stdout is not None
+                if proc.stdout.readline().strip() != "ready":
+                    raise RuntimeError("a recalling process failed before it was ready")
+            start = time.time() + 0.5
+            for proc in procs:
+                assert proc.stdin is not None
+                proc.stdin.write(f"{start!r} {seconds!r}\n")
+                proc.stdin.flush()
+            reports = []
+            for proc in procs:
+                assert proc.stdout is not None
+                line = proc.stdout.readline()
+                if not line:
+                    raise RuntimeError("a recalling process ended without its report")
+                reports.append(json.loads(line))
+        finally:
+            for proc in procs:
+                if proc.poll() is None:
+                    proc.kill()
+                proc.wait()
+                for pipe in (proc.stdin, proc.stdout):
+                    if pipe is not None:
+                        pipe.close()
+        samples = [ms for r in reports for ms in r["samples"]]
+        rows.append(
+            {
+                "workload": "recall_processes",
+                "clients": n,
+                "recalls": len(samples),
+                "seconds": seconds,
+                "per_s": round(len(samples) / seconds, 1),
+                "latency": Latency(samples).summary(),
+                "recall_equals_oracle": sum(r["wrong"] for r in reports) == 0,
+                "cpus": os.cpu_count(),
+            }
+        )
+    one = rows[0]["per_s"] if rows else 0.0
+    for row in rows:
+        row["ratio_to_one"] = round(row["per_s"] / one, 2) if one else 0.0
+    return rows
 
 
 def _python(code: str, *args: str) -> list[str]:

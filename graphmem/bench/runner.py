@@ -42,6 +42,7 @@ WORKLOADS = (
     "concurrency",
     "recall_threads",
     "recall_threads_hybrid",
+    "recall_processes",
     "lgstore",
 )
 """What ``--workloads`` chooses from. Ingest (loading the recall tenant) always runs; ``naive``
@@ -52,8 +53,9 @@ needs Neo4j and ``langgraph`` the embedded backend: each is skipped on the other
 ``concurrency`` the long mixed run (``concurrency_mixed``) and ``concurrency_recall`` per client count;
 ``recall_threads`` recall throughput of the recall tenant's callers from 1, 2 and 4 client threads
 alone, ``recall_threads_hybrid`` the same on a tenant of as many records with embeddings.
-``open`` (open time and memory in a fresh process) and ``beside_writer`` (recall while another
-process writes) need the embedded store on disk; ``lgstore`` (LangGraph's ``GraphmemStore``
+``open`` (open time and memory in a fresh process), ``beside_writer`` (recall while another
+process writes) and ``recall_processes`` (the recall tenant's callers from 1, 2 and 4 processes,
+each its own store over the file) need the embedded store on disk; ``lgstore`` (LangGraph's ``GraphmemStore``
 against ``InMemoryStore`` at 1k and 10k items a namespace) runs on the embedded store."""
 
 ONLY_ON = {
@@ -61,6 +63,7 @@ ONLY_ON = {
     "langgraph": "embedded",
     "open": "embedded",
     "beside_writer": "embedded",
+    "recall_processes": "embedded",
     "lgstore": "embedded",
 }
 
@@ -149,7 +152,7 @@ def run_size(
     """
     chosen = {w for w in workloads if ONLY_ON.get(w, backend) == backend}
     if getattr(store.backend, "directory", None) is None:
-        chosen -= {"open", "beside_writer"}  # they measure a store file
+        chosen -= {"open", "beside_writer", "recall_processes"}  # they measure a store file
     run = uuid.uuid4().hex[:8]
     rows: list[dict[str, Any]] = []
     loaded = load_main(store, f"bench-{run}-recall", records, cfg)
@@ -237,6 +240,13 @@ def run_size(
         rows += [{**row, "store_records": stored} for row in added]
     if "recall_threads" in chosen:
         rows += [{**row, "store_records": stored} for row in recall_threads_workload(store, loaded, cfg)]
+    if "recall_processes" in chosen:
+        from graphmem.bench.engine import recall_processes
+
+        added = recall_processes(
+            store, loaded.contexts, loaded.queries, loaded.expected, cfg.thread_clients, cfg.clients_s
+        )
+        rows += [{**row, "store_records": stored} for row in added]
     if "recall_threads_hybrid" in chosen:
         from graphmem.bench.hybrid import hybrid_threads_workload
 
@@ -406,6 +416,12 @@ def _checks(row: dict[str, Any]) -> str:
         return (
             f"{row['operations']:,} operations on {row['threads']} + {row['readers']} reading threads "
             f"in {row['seconds']} s; violations: {found}"
+        )
+    if workload == "recall_processes":
+        return (
+            f"{row['clients']} process(es), a store each over one file: {row['per_s']:,} recalls/s, "
+            f"{row['ratio_to_one']}x one process's; "
+            f"= oracle: {'yes' if row['recall_equals_oracle'] else 'NO'}"
         )
     if workload in {"recall_threads", "recall_threads_hybrid"}:
         return (
