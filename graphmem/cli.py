@@ -587,7 +587,7 @@ def _workload_names(values: tuple[str, ...]) -> tuple[str, ...]:
     help="Workloads to run, comma-separated or repeated [default: all of recall_selective, recall_broad, "
     "hybrid, explain, trace, forget, naive (Neo4j), langgraph (embedded), open and beside_writer (embedded), "
     "concurrency, recall_threads and recall_threads_hybrid (recalls/s from 1, 2 and 4 client threads), "
-    "recall_processes (embedded: recalls/s from 1, 2 and 4 processes over one store file), "
+    "recall_processes (recalls/s from 1, 2 and 4 processes, each with its own store), "
     "lgstore (embedded: LangGraph's GraphmemStore against InMemoryStore)]. "
     "Ingest always runs.",
 )

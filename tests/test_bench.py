@@ -95,7 +95,7 @@ def test_every_workload_of_the_backend_ran(bench_rows: dict[str, dict[str, Any]]
         "inmemory_hybrid",
     }
     only = (
-        {"naive_topk_filter"}
+        {"naive_topk_filter", "recall_processes"}
         if backend == "neo4j"
         else {
             "langgraph_filter",

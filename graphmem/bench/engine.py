@@ -80,15 +80,20 @@ while True:
 """
 
 
-# One recalling process: its own store over the file, each caller recalled once untimed, then
+# One recalling process: its own store over the file (or the Neo4j database: credentials from
+# NEO4J_USER / NEO4J_PASSWORD, as the command line takes them), each caller recalled once untimed, then
 # "ready"; on a line "<start> <seconds>" (wall-clock times shared by every process) it recalls
 # round-robin from its offset from start until start + seconds, and prints its latencies and
 # how many selections differed from the oracle's.
 _RECALLER = r"""
-import json, sys, time
+import json, os, sys, time
 from graphmem import MemoryStore, ReadContext
 spec = json.loads(sys.stdin.readline())
-store = MemoryStore.embedded(spec["path"])
+options = spec["options"]
+if spec["uri"].startswith(("bolt", "neo4j")):
+    password = os.environ.get("NEO4J_PASSWORD", "")
+    options["auth"] = (os.environ.get("NEO4J_USER", "neo4j"), password) if password else None
+store = MemoryStore.open(spec["uri"], **options)
 contexts = [ReadContext.model_validate_json(c) for c in spec["contexts"]]
 queries, expected = spec["queries"], spec["expected"]
 for ctx, query in zip(contexts, queries):
@@ -119,13 +124,19 @@ def recall_processes(
     seconds: float,
 ) -> list[dict[str, Any]]:
     """A ``recall_processes`` row per count in ``counts``: that many processes, each with its own
-    store over ``store``'s file, recalling the callers (``contexts[k]`` asking ``queries[k]``)
-    round-robin for ``seconds`` at once; recalls per second in all, ``ratio_to_one`` against the
-    first count's, and whether every selection equalled ``expected``. What threads of one
-    process cannot overlap (the interpreter runs one at a time), processes can."""
+    store over ``store``'s file or Neo4j database, recalling the callers (``contexts[k]`` asking
+    ``queries[k]``) round-robin for ``seconds`` at once; recalls per second in all,
+    ``ratio_to_one`` against the first count's, and whether every selection equalled
+    ``expected``. What threads of one process cannot overlap (the interpreter runs one at a
+    time), processes can."""
     directory = getattr(store.backend, "directory", None)
-    if directory is None:
-        raise ValueError("the processes workload needs a store on disk")
+    uri, options = getattr(store.backend, "uri", ""), {}
+    if directory is not None:
+        uri = Path(directory).resolve().as_uri()
+    elif uri:
+        options = {"database": getattr(store.backend, "database", None)}
+    else:
+        raise ValueError("the processes workload needs a store on disk, or on Neo4j with its URI")
     rows: list[dict[str, Any]] = []
     for n in counts:
         procs = [
@@ -136,7 +147,8 @@ def recall_processes(
             for i, proc in enumerate(procs):
                 assert proc.stdin is not None
                 spec = {
-                    "path": str(directory),
+                    "uri": uri,
+                    "options": options,
                     "contexts": [c.model_dump_json() for c in contexts],
                     "queries": list(queries),
                     "expected": [list(e) for e in expected],
