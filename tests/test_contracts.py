@@ -93,6 +93,19 @@ def test_add_many_writes_all_records_and_one_audit_event(store: MemoryStore, ten
     assert set(events[0].record_ids) == {r.id for r in batch}
 
 
+def test_get_many_returns_the_stored_records_in_the_asked_order_however_many(
+    store: MemoryStore, tenant: str
+) -> None:
+    """A read by ids of more records than one fetch takes (the embedded store fetches 500 a
+    statement): every stored one, in the asked order, repeats kept, unknown ids left out."""
+    batch = [make(tenant, Kind.SEMANTIC, f"many-{i:04d}", content=f"fact {i}") for i in range(1201)]
+    store.add_many(batch)
+    asked = [r.id for r in reversed(batch)] + ["many-0007", "not-stored"]
+    got = store.backend.get_many(tenant, asked)
+    assert [r.id for r in got] == [r.id for r in reversed(batch)] + ["many-0007"]
+    assert got == [*reversed(batch), batch[7]]
+
+
 @pytest.mark.parametrize("outcome", ["unknown", "failure", "verified-success", "card-declined"])
 def test_episode_outcome_may_be_unknown_failed_or_a_label(
     store: MemoryStore, tenant: str, outcome: str

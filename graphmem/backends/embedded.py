@@ -178,17 +178,26 @@ _CHANGES = (
 _COUNT_ERASURE = (
     "INSERT INTO erasures (tenant, count) VALUES (?, 1) ON CONFLICT (tenant) DO UPDATE SET count = count + 1"
 )
+# The version of each record of a JSON list of ids (the second parameter) held at a knowledge
+# time (the third): the first one kept after it. SQLite takes the bare columns of a min()
+# aggregate from the row that holds the minimum.
+_HELD_AT = (
+    "SELECT id, fingerprint, body, min(until) FROM versions "
+    "WHERE tenant = ?1 AND until > ?3 AND id IN (SELECT value FROM json_each(?2)) GROUP BY id"
+)
 # The bodies of the records of a JSON list of ids, each followed by its fingerprint (joined by
 # ``_UNIT``, records by ``_RECORD``: characters no stored JSON body holds raw), and, with a
-# knowledge time (the third parameter; else NULL), every version kept after it of those
-# records (JSON list of [id, until, fingerprint, body]): a recall's fetch in one row.
+# knowledge time (the third parameter; else NULL), ``_HELD_AT``'s versions as a JSON list of
+# [id, fingerprint, body]: a fetch by ids in one row, so one step of SQLite.
 _UNIT, _RECORD = "\x1f", "\x1e"
-_SELECTED = (
+_FETCH = (
     "SELECT (SELECT group_concat(body || char(31) || fingerprint, char(30)) FROM records "
     "WHERE tenant = ?1 AND id IN (SELECT value FROM json_each(?2))), "
-    "CASE WHEN ?3 IS NOT NULL THEN (SELECT json_group_array(json_array(id, until, fingerprint, body)) "
-    "FROM versions WHERE tenant = ?1 AND until > ?3 AND id IN (SELECT value FROM json_each(?2))) END"
+    "CASE WHEN ?3 IS NOT NULL THEN (SELECT json_group_array(json_array(id, fingerprint, body)) "
+    f"FROM ({_HELD_AT})) END"
 )
+_FETCH_CHUNK = 500
+"""Ids a fetch statement takes at most: its one row stays far below SQLite's string limit."""
 # The scopes reachable upward from a JSON list of entry scopes through the WITHIN edges
 # recorded by a knowledge time (the third parameter), with their revisions, as a JSON list of
 # [key, rev], and the tenant's erasure count: the gate probe in one row, so one step.
@@ -643,20 +652,36 @@ class EmbeddedBackend:
     def _by_ids(
         self, tenant: str, record_ids: Sequence[str], parsed: ParsedRecords | None = None
     ) -> dict[str, MemoryRecord]:
-        found: dict[str, MemoryRecord] = {}
-        ids = list(dict.fromkeys(record_ids))
         with self._read() as conn:
-            for at in range(0, len(ids), 500):
-                chunk = ids[at : at + 500]
-                for record in self._records_of(
-                    conn.execute(
-                        f"{_BODY} WHERE tenant = ? AND id IN ({_marks(len(chunk))})",
-                        (tenant, *chunk),
-                    ),
-                    parsed,
-                ):
-                    found[record.id] = record
-        return found
+            return self._fetch(conn, tenant, record_ids, None, parsed)[0]
+
+    def _fetch(
+        self,
+        conn: sqlite3.Connection,
+        tenant: str,
+        record_ids: Sequence[str],
+        as_of: datetime | None,
+        parsed: ParsedRecords | None,
+    ) -> tuple[dict[str, MemoryRecord], dict[str, tuple[str, str | None]]]:
+        """The stored records of ``record_ids`` by id and, with ``as_of``, ``_held_at``'s versions
+        of them: one statement of one row per ``_FETCH_CHUNK`` ids."""
+        found: dict[str, MemoryRecord] = {}
+        held: dict[str, tuple[str, str | None]] = {}
+        ids = list(dict.fromkeys(record_ids))
+        for at in range(0, len(ids), _FETCH_CHUNK):
+            bodies, versions = conn.execute(
+                _FETCH,
+                (tenant, json.dumps(ids[at : at + _FETCH_CHUNK]), None if as_of is None else ts(as_of)),
+            ).fetchone()
+            # A damaged body holding a separator splits wrongly: a piece without its fingerprint,
+            # or a body that no longer hashes to it.
+            pairs = [] if bodies is None else [item.rsplit(_UNIT, 1) for item in bodies.split(_RECORD)]
+            if any(len(pair) != 2 for pair in pairs):
+                raise corrupt_error(str(self.engine.path), ValueError("a record's bytes changed on disk"))
+            found.update((r.id, r) for r in self._records_of(pairs, parsed))
+            if versions is not None:
+                held.update((rid, (fingerprint, body)) for rid, fingerprint, body in json.loads(versions))
+        return found, held
 
     def existing_ids(self, tenant: str, record_ids: Sequence[str]) -> set[str]:
         ids = list(dict.fromkeys(record_ids))
@@ -1061,32 +1086,16 @@ class EmbeddedBackend:
     ) -> list[MemoryRecord]:
         """The records of ``record_ids`` that exist, in that order, as held at ``as_of`` when
         given (the first version kept after it, where one is, with its body; format 3 kept
-        none, so today's record stands in). Bodies and versions come in one statement of one
-        row: a recall's fetch is one step of SQLite however many records it returns."""
-        ids = list(dict.fromkeys(record_ids))
+        none, so today's record stands in), bodies and versions fetched together (``_fetch``)."""
         with self._read() as conn:
-            bodies, versions = conn.execute(
-                _SELECTED, (tenant, json.dumps(ids), None if as_of is None else ts(as_of))
-            ).fetchone()
-        # A damaged body holding a separator splits wrongly, and then fails its fingerprint.
-        pairs = [] if bodies is None else [item.rsplit(_UNIT, 1) for item in bodies.split(_RECORD)]
-        if any(len(pair) != 2 for pair in pairs):
-            raise corrupt_error(str(self.engine.path), ValueError("a record's bytes changed on disk"))
-        found = {r.id: r for r in self._records_of(pairs, parsed)}
-        records = [found[i] for i in record_ids if i in found]
-        if versions is None or not records:
-            return records
-        held: dict[str, tuple[str, str, str | None]] = {}
-        for rid, until, fingerprint, body in json.loads(versions):
-            if rid not in held or until < held[rid][0]:
-                held[rid] = (until, fingerprint, body)
-        return self._versions_held(records, {rid: (f, b) for rid, (_, f, b) in held.items()})
+            found, held = self._fetch(conn, tenant, record_ids, as_of, parsed)
+        return self._versions_held([found[i] for i in record_ids if i in found], held)
 
     def _versions_held(
         self, records: list[MemoryRecord], held: Mapping[str, tuple[str, str | None]]
     ) -> list[MemoryRecord]:
         """``records``, each replaced by the body ``held`` for it (its fingerprint checked), if any."""
-        if not held:
+        if not held or not records:
             return records
         out: list[MemoryRecord] = []
         for record in records:
@@ -1107,18 +1116,12 @@ class EmbeddedBackend:
         self, tenant: str, record_ids: Sequence[str], as_of: datetime
     ) -> dict[str, tuple[str, str | None]]:
         """(fingerprint, body or None) of the version of each record held at ``as_of``, where
-        a version kept after it says (the first one kept after it)."""
-        held: dict[str, tuple[str, str | None]] = {}
+        a version kept after it says (the first one kept after it: ``_HELD_AT``)."""
         if not record_ids:
-            return held
+            return {}
         with self._read() as conn:
-            for rid, fingerprint, body in conn.execute(
-                "SELECT id, fingerprint, body FROM versions WHERE tenant = ? AND until > ? "
-                f"AND id IN ({_marks(len(record_ids))}) ORDER BY id, until",
-                (tenant, ts(as_of), *record_ids),
-            ):
-                held.setdefault(rid, (fingerprint, body))
-        return held
+            rows = conn.execute(_HELD_AT, (tenant, json.dumps(list(record_ids)), ts(as_of)))
+            return {rid: (fingerprint, body) for rid, fingerprint, body, _ in rows}
 
     def _append_recalls(self, events: Sequence[AuditEvent]) -> None:
         self.apply([AppendAudit(event=e) for e in events])

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from graphmem.bench.concurrency import MixedConfig, run_mixed
-from graphmem.bench.core import Latency
+from graphmem.bench.core import Latency, ratios_to_first
 from graphmem.bench.workloads import BenchConfig, Loaded
 from graphmem.model import ReadContext
 from graphmem.store import MemoryStore
@@ -141,10 +141,7 @@ def recall_threads(
         for n in cfg.thread_clients
     ]
     tick(1)
-    one = rows[0]["per_s"]
-    for row in rows:
-        row["ratio_to_one"] = round(row["per_s"] / one, 2) if one else 0.0
-    return rows
+    return ratios_to_first(rows)
 
 
 def recall_threads_workload(store: MemoryStore, loaded: Loaded, cfg: BenchConfig) -> list[dict[str, Any]]:

@@ -30,6 +30,7 @@ __all__ = [
     "measure",
     "oracle",
     "queries",
+    "ratios_to_first",
     "synthetic_records",
 ]
 
@@ -144,6 +145,14 @@ class Latency:
             "max_ms": round(self.samples[-1], 3),
             "throughput_per_s": round(len(self.samples) / total_s, 1) if total_s else 0.0,
         }
+
+
+def ratios_to_first(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Set each row's ``ratio_to_one``: its ``per_s`` over the first row's (0 if that is 0)."""
+    one = rows[0]["per_s"] if rows else 0.0
+    for row in rows:
+        row["ratio_to_one"] = round(row["per_s"] / one, 2) if one else 0.0
+    return rows
 
 
 def measure(

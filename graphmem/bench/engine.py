@@ -1,6 +1,7 @@
-"""Workloads of the embedded engine's files: open time and memory, a reader beside a writing process,
-recall throughput from several processes over one file, and the floor of a recall (a bare index
-seek returning the same candidate rows).
+"""Workloads of stores seen from other processes and of the embedded engine's files: open time and
+memory, a reader beside a writing process, recall throughput from several processes (over one
+file, or one Neo4j database), and the floor of a recall (a bare index seek returning the same
+candidate rows).
 
 Open and memory are measured in a fresh Python process, so nothing this process
 loaded counts; the writer is another process writing batches to its own tenant.
@@ -23,7 +24,7 @@ from typing import Any
 
 from graphmem.backends.sql import sql
 from graphmem.backends.sqlite_engine import CONNECTION_PRAGMAS
-from graphmem.bench.core import Latency, measure
+from graphmem.bench.core import Latency, measure, ratios_to_first
 from graphmem.model import MemoryRecord
 from graphmem.store import MemoryStore
 
@@ -194,10 +195,7 @@ def recall_processes(
                 "cpus": os.cpu_count(),
             }
         )
-    one = rows[0]["per_s"] if rows else 0.0
-    for row in rows:
-        row["ratio_to_one"] = round(row["per_s"] / one, 2) if one else 0.0
-    return rows
+    return ratios_to_first(rows)
 
 
 def _python(code: str, *args: str) -> list[str]:
