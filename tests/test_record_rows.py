@@ -11,6 +11,7 @@ from contextlib import closing
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -122,20 +123,31 @@ def _plan(path: Path, statement: str, params: tuple[str, ...]) -> str:
         return " ".join(row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {statement}", params))
 
 
-def test_a_content_hash_lookup_seeks_the_hash_key(tmp_path: Path) -> None:
+def test_a_content_hash_lookup_seeks_the_hash_key_in_each_era(tmp_path: Path) -> None:
     MemoryStore.embedded(tmp_path).close()
     plan = _plan(tmp_path, _BY_CONTENT_HASH, ("t1", "0" * 16, "0" * 64))
-    assert "USING INDEX records_hash_key (tenant=? AND <expr>=?)" in plan
+    assert "USING INDEX records_hash_era (tenant=? AND era=? AND <expr>=?)" in plan
+    assert "USING COVERING INDEX records_hash_era (tenant=? AND era>?)" in plan  # the next era
+    assert "SCAN records" not in plan
 
 
-def test_a_store_with_the_whole_hash_index_is_upgraded_when_opened(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "earlier",
+    [
+        "CREATE INDEX records_hash ON records (tenant, content_hash)",
+        "CREATE INDEX records_hash_key ON records (tenant, substr(content_hash, 1, 16))",
+    ],
+    ids=["whole-hash", "hash-key"],
+)
+def test_a_store_with_an_earlier_hash_index_is_upgraded_when_opened(tmp_path: Path, earlier: str) -> None:
     records = _records()
     twin = records[0].model_copy(update={"id": "r3", "content": "PAYMENT 42  failed — the gateway timed out"})
     with MemoryStore.embedded(tmp_path) as store:
         store.add_many([*records, MemoryRecord.model_validate(twin.model_dump())])
     with closing(sqlite3.connect(tmp_path / DB_NAME)) as conn:  # the index as an earlier store has it
-        conn.execute("DROP INDEX records_hash_key")
-        conn.execute("CREATE INDEX records_hash ON records (tenant, content_hash)")
+        conn.execute("DROP INDEX records_hash_era")
+        conn.execute("ALTER TABLE records DROP COLUMN era")
+        conn.execute(earlier)
         conn.commit()
     with MemoryStore.embedded(tmp_path) as store:
         assert [r.id for r in store.backend.by_content_hash("t1", records[0].content_hash)] == ["r1", "r3"]
@@ -145,6 +157,33 @@ def test_a_store_with_the_whole_hash_index_is_upgraded_when_opened(tmp_path: Pat
     with closing(sqlite3.connect(tmp_path / DB_NAME)) as conn:
         names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
         assert conn.execute("PRAGMA user_version").fetchone()[0] == FORMAT
-    assert "records_hash_key" in names
-    assert "records_hash" not in names
-    assert "USING INDEX records_hash_key" in _plan(tmp_path, _BY_CONTENT_HASH, ("t1", "0" * 16, "0" * 64))
+        assert {era for (era,) in conn.execute("SELECT era FROM records")} == {0}
+    assert "records_hash_era" in names
+    assert not names & {"records_hash", "records_hash_key"}
+    assert "USING INDEX records_hash_era" in _plan(tmp_path, _BY_CONTENT_HASH, ("t1", "0" * 16, "0" * 64))
+
+
+def test_a_new_row_takes_the_era_of_the_tables_end_and_lookups_reach_every_era(tmp_path: Path) -> None:
+    """Rows are inserted in the era where the table ends (its largest rowid over 2^17), and a
+    content-hash lookup finds a tenant's duplicates in every era it has, in id order."""
+    first, second = _records()[:2]
+    with MemoryStore.embedded(tmp_path) as store:
+        store.add(first)
+        with closing(sqlite3.connect(tmp_path / DB_NAME)) as conn:  # the table as if 655,359 rows long
+            conn.execute("UPDATE records SET rowid = 655359 WHERE id = ?", (first.id,))
+            conn.commit()
+        later = [
+            MemoryRecord.model_validate(
+                first.model_copy(update={"id": f"r{n}", "content": first.content.upper()}).model_dump()
+            )
+            for n in (7, 8)
+        ]
+        store.add(later[0])  # the table ends at 655,359: era 4
+        store.add_many([second, later[1]])  # now at 655,360: era 5
+        with closing(sqlite3.connect(tmp_path / DB_NAME)) as conn:
+            eras = dict(conn.execute("SELECT id, era FROM records"))
+        assert eras == {first.id: 0, "r7": 4, second.id: 5, "r8": 5}
+        found = store.backend.by_content_hash("t1", first.content_hash)
+        assert [r.id for r in found] == [first.id, "r7", "r8"]
+        assert store.backend.by_content_hash("t1", second.content_hash) == [second]
+        assert store.backend.by_content_hash("t2", first.content_hash) == []

@@ -44,7 +44,8 @@ def _regress(db: Path) -> None:
     """Make ``db`` a file as a format 3 store with the whole-hash index and no erasure counts left it."""
     with closing(sqlite3.connect(db)) as conn:
         conn.execute("DROP TABLE erasures")
-        conn.execute("DROP INDEX records_hash_key")
+        conn.execute("DROP INDEX records_hash_era")
+        conn.execute("ALTER TABLE records DROP COLUMN era")
         conn.execute("CREATE INDEX records_hash ON records (tenant, content_hash)")
         conn.execute("ALTER TABLE versions DROP COLUMN body")
         conn.execute("ALTER TABLE related DROP COLUMN recorded")
@@ -54,17 +55,18 @@ def _regress(db: Path) -> None:
 
 
 def _state(db: Path) -> tuple[int, bool, bool, bool]:
-    """The file's format, whether it has the embedding model column, the narrow hash index and
-    the erasure counts; raises if SQLite finds the file damaged."""
+    """The file's format, whether it has the embedding model column, the era content-hash
+    index (with its column) and the erasure counts; raises if SQLite finds the file damaged."""
     with closing(sqlite3.connect(db)) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         columns = {row[1] for row in conn.execute("PRAGMA table_info(records)")}
         names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
-    assert ("records_hash" in names) != ("records_hash_key" in names), (
-        "one content-hash index, never both or none"
-    )
-    return version, "embedding_model" in columns, "records_hash_key" in names, "erasures" in names
+    hash_indexes = names & {"records_hash", "records_hash_key", "records_hash_era"}
+    assert len(hash_indexes) == 1, f"one content-hash index, never two or none: {hash_indexes}"
+    era = "records_hash_era" in names
+    assert era == ("era" in columns), "the era column and its index come together"
+    return version, "embedding_model" in columns, era, "erasures" in names
 
 
 @pytest.mark.slow
@@ -115,12 +117,12 @@ def test_a_kill_during_the_upgrades_on_open_leaves_a_whole_state_and_every_recor
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
         state = _state(path / DB_NAME)
-        version, model_column, narrow, counts = state
+        version, model_column, era, counts = state
         # The upgrades run in order, each in one transaction: format first, then the index, then the table.
         assert version in (3, FORMAT), f"attempt {attempt}: format {version}"
         assert model_column == (version == FORMAT), f"attempt {attempt}: {state}"
-        assert not narrow or version == FORMAT, f"attempt {attempt}: {state}"
-        assert not counts or narrow, f"attempt {attempt}: {state}"
+        assert not era or version == FORMAT, f"attempt {attempt}: {state}"
+        assert not counts or era, f"attempt {attempt}: {state}"
         seen.add(state)
         with MemoryStore.embedded(path) as store:
             backend = store.backend

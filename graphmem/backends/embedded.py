@@ -21,6 +21,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
+import orjson
+
 from graphmem.backends.base import (
     AddEdge,
     AppendAudit,
@@ -90,22 +92,24 @@ def _marks(n: int) -> str:
     return ",".join("?" * n)
 
 
+# A new row's era (the content-hash index's second column): where the table ends, over 2^17.
+_ERA = "(SELECT coalesce(max(rowid), 0) FROM records) >> 17"
 _INSERT_RECORD = (
     "INSERT INTO records (tenant, id, scope, kind, status, policy, content_hash, fingerprint, start, stop, "
     "recency, sensitivity, succeeded, preconditions, content, embedding, body, known_from, embedding_model, "
-    "superseded_at, invalidated_at, changed_at) "
+    "superseded_at, invalidated_at, changed_at, era) "
     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, "
     "(SELECT min(at) FROM lineage WHERE tenant = ?1 AND dst = ?2 AND label = 'SUPERSEDES' "
     "AND dst_is_source = 0), "
     "(SELECT min(at) FROM lineage WHERE tenant = ?1 AND src = ?2 AND label = 'INVALIDATED_BY'), "
     "(SELECT max(recorded) FROM lineage WHERE tenant = ?1 AND ((dst = ?2 AND label = 'SUPERSEDES' "
-    "AND dst_is_source = 0) OR (src = ?2 AND label = 'INVALIDATED_BY'))))"
+    "AND dst_is_source = 0) OR (src = ?2 AND label = 'INVALIDATED_BY'))), " + _ERA + ")"
 )
 # A replacement keeps the record's supersession and invalidation times: they belong to its edges.
 _UPSERT_RECORD = (
     "INSERT INTO records (tenant, id, scope, kind, status, policy, content_hash, fingerprint, start, stop, "
-    "recency, sensitivity, succeeded, preconditions, content, embedding, body, known_from, embedding_model) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "recency, sensitivity, succeeded, preconditions, content, embedding, body, known_from, embedding_model, "
+    "era) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, " + _ERA + ") "
     "ON CONFLICT (tenant, id) DO UPDATE SET scope = excluded.scope, kind = excluded.kind, "
     "status = excluded.status, policy = excluded.policy, content_hash = excluded.content_hash, "
     "fingerprint = excluded.fingerprint, start = excluded.start, stop = excluded.stop, "
@@ -135,10 +139,17 @@ _Mode = Literal["new", "replace", "update", "status"]
 """How a batch of records is written: created, upserted, updated in place, or only its
 statuses changed (``_put_records``)."""
 _BODY = "SELECT body, fingerprint FROM records"
-# The unary pluses keep SQLite from putting the hash for the column inside substr() (which then
-# no longer matches the index's expression) and from walking the tenant's records in id order.
+# Each era the tenant's records have, one index seek apiece (the next era after each), then the
+# hash's key in each. The unary pluses keep SQLite from putting the hash for the column inside
+# substr() (which then no longer matches the index's expression) and from walking the tenant's
+# records in id order.
 _BY_CONTENT_HASH = (
-    _BODY + " WHERE tenant = ? AND substr(content_hash, 1, 16) = ? AND +content_hash = ? ORDER BY +id"
+    "WITH RECURSIVE eras (era) AS (SELECT min(era) FROM records WHERE tenant = ?1 UNION ALL "
+    "SELECT (SELECT min(era) FROM records WHERE tenant = ?1 AND era > eras.era) FROM eras "
+    "WHERE era IS NOT NULL) "
+    + _BODY
+    + " WHERE tenant = ?1 AND era IN eras AND substr(content_hash, 1, 16) = ?2 AND +content_hash = ?3 "
+    "ORDER BY +id"
 )
 # Edge-table lookups join records with CROSS JOIN, which keeps the edge table the outer loop:
 # given ORDER BY r.id, SQLite would otherwise walk every record of the tenant in id order.
@@ -602,12 +613,12 @@ class EmbeddedBackend:
             "json_extract(value, '$[1]'), json_extract(value, '$[2]'), json_extract(value, '$[3]') "
             "FROM json_each(?)",
             (
-                json.dumps(
+                orjson.dumps(
                     [
                         [q, e.tenant, _micros(e.at), e.model_dump_json()]
                         for q, e in zip(seqs, events, strict=True)
                     ]
-                ),
+                ).decode(),
             ),
         )
         links = [[e.tenant, rid, q] for q, e in zip(seqs, events, strict=True) for rid in e.record_ids]
@@ -616,7 +627,7 @@ class EmbeddedBackend:
                 "INSERT OR IGNORE INTO audit_records (tenant, record, seq) SELECT "
                 "json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]') "
                 "FROM json_each(?)",
-                (json.dumps(links),),
+                (orjson.dumps(links).decode(),),
             )
 
     # -- records ------------------------------------------------------------

@@ -134,11 +134,15 @@ def _lacks_columns(conn: sqlite3.Connection) -> bool:
     return not any(row[1] == "embedding_model" for row in conn.execute("PRAGMA table_info(records)"))
 
 
-def _has_wide_hash_index(conn: sqlite3.Connection) -> bool:
-    """Whether the file still has the content-hash index on the whole hash (``records_hash``)."""
+def _lacks_era_hash_index(conn: sqlite3.Connection) -> bool:
+    """Whether the file has a content-hash index from before records had eras (``records_hash``
+    on the whole hash, or ``records_hash_key`` on its first 16 hex digits) instead of
+    ``records_hash_era``."""
     return (
-        conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'records_hash'").fetchone()
-        is not None
+        conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'records_hash_era'"
+        ).fetchone()
+        is None
     )
 
 
@@ -237,8 +241,8 @@ class Engine:
                         f"format {FORMAT} — upgrade graphmem",
                         code="unsupported_format",
                     )
-                if version != 0 and _has_wide_hash_index(conn):
-                    self._narrow_hash_index(conn)
+                if version != 0 and _lacks_era_hash_index(conn):
+                    self._era_hash_index(conn)
                 if version != 0 and _lacks_table(conn, "erasures"):
                     self._add_table(conn, "erasures")
                 if version == 0:
@@ -290,15 +294,19 @@ class Engine:
             raise
 
     @staticmethod
-    def _narrow_hash_index(conn: sqlite3.Connection) -> None:
-        """Replace the content-hash index of a file written before it keyed on the hash's first
-        16 hex digits, in one transaction (the same file otherwise: no format change). A store
-        of 1M records builds the new index in a few seconds, once."""
+    def _era_hash_index(conn: sqlite3.Connection) -> None:
+        """Give a file written before records had eras the era column (every stored row in era
+        0) and replace its content-hash index by ``records_hash_era``, in one transaction (the
+        same file otherwise: no format change). A store of 1M records builds the new index in
+        a few seconds, once."""
         try:
             conn.execute("BEGIN IMMEDIATE")
-            if _has_wide_hash_index(conn):  # another process may have replaced it
-                conn.execute("DROP INDEX records_hash")
-                conn.execute(schema_statement("records_hash_key"))
+            if _lacks_era_hash_index(conn):  # another process may have replaced it
+                if not any(row[1] == "era" for row in conn.execute("PRAGMA table_info(records)")):
+                    conn.execute("ALTER TABLE records ADD COLUMN era INTEGER NOT NULL DEFAULT 0")
+                conn.execute("DROP INDEX IF EXISTS records_hash")
+                conn.execute("DROP INDEX IF EXISTS records_hash_key")
+                conn.execute(schema_statement("records_hash_era"))
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:

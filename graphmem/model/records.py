@@ -53,7 +53,12 @@ def content_hash(content: str) -> str:
     """SHA-256 of the normalised content (NFKC, case-folded, whitespace collapsed)."""
     # str.split() splits on exactly the characters ``\s`` matches, so this collapses and strips.
     if content.isascii():  # NFKC leaves ASCII as it is, and ASCII case-folds to its lower case
-        normal = " ".join(content.lower().split())
+        # Printable ASCII has one whitespace character, the space: without a double, leading or
+        # trailing one, splitting and joining would give the text back.
+        if content.isprintable() and "  " not in content and content[:1] != " " and content[-1:] != " ":
+            normal = content.lower()
+        else:
+            normal = " ".join(content.lower().split())
     else:
         normal = " ".join(unicodedata.normalize("NFKC", content).casefold().split())
     return hashlib.sha256(normal.encode("utf-8")).hexdigest()
