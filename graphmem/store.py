@@ -378,8 +378,7 @@ class MemoryStore(LineageOps, WriteGateOps):
             _check_no_cycle(group)
             self._check_procedure_evidence(tenant, group)
             timed += self._check_support(tenant, group, now)
-        # Each record was validated above: the op that carries it needs no validation of its own.
-        ops: list[Op] = [PutRecord.model_construct(record=r) for r in batch]
+        ops: list[Op] = [PutRecord(record=r) for r in batch]
         ops.extend(extra)
         ops.extend(timed)
         if action is not None:

@@ -9,6 +9,7 @@ import os
 import random
 import signal
 import sqlite3
+import struct
 import subprocess
 import sys
 import threading
@@ -654,3 +655,35 @@ def test_the_write_generation_is_read_again_after_any_commit_by_any_process(
         backend.close()
     with pytest.raises(BackendUnavailable):
         engine.generation()
+
+
+def test_every_connection_to_a_file_checkpoints_at_10000_wal_pages_not_every_commit(
+    tmp_path: Path, tenant: str
+) -> None:
+    """A bulk batch writes more than SQLite's default 1,000 pages; the store's connections,
+    read and write, in every thread, let the WAL reach 10,000 before a checkpoint."""
+    path = tmp_path / "memdir"
+    with MemoryStore.embedded(path) as store:
+        backend = store.backend
+        assert isinstance(backend, EmbeddedBackend)
+        seen: list[tuple[int, int]] = []
+
+        def probe() -> None:
+            with backend.engine.transaction(write=False) as conn:
+                reading = conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0]
+            with backend.engine.transaction(write=True) as conn:
+                writing = conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0]
+            seen.append((reading, writing))
+
+        probe()
+        worker = threading.Thread(target=probe)
+        worker.start()
+        worker.join()
+        assert seen == [(10000, 10000), (10000, 10000)]
+        _filled(path, tenant, 1500)  # about 1,700 pages in one commit
+        # The wal-index header (-shm): frames in the WAL (mxFrame, at byte 16) and frames copied
+        # to the database (nBackfill, at byte 96). SQLite's default copies all at this commit.
+        shm = (path / f"{DB_NAME}-shm").read_bytes()
+        frames, backfilled = struct.unpack_from("=I", shm, 16)[0], struct.unpack_from("=I", shm, 96)[0]
+        assert frames > 1000, frames
+        assert backfilled == 0, f"{backfilled} of {frames} frames were checkpointed at commit"

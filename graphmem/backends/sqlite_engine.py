@@ -54,11 +54,16 @@ before the ``erasures`` table (it is created: no erase counted yet)."""
 _SCHEMA = sql("schema")
 _GENERATION = "SELECT value FROM meta WHERE key = 'generation'"
 # Every connection's settings (then, on a file, WAL mode and synchronous=FULL): secure delete,
-# 32 MiB of page cache (the gate's index pages stay in memory), page checks on read.
+# 32 MiB of page cache (the gate's index pages stay in memory), page checks on read, and a
+# checkpoint once the WAL holds 10,000 pages (40 MiB; SQLite's default is 1,000): a batch of a
+# few thousand records writes more than 1,000 pages, so the default checkpoints after every
+# commit and copies each index page a batch dirtied to the database file again and again. An
+# erase still empties the WAL when it commits (``Engine.checkpoint``).
 CONNECTION_PRAGMAS = (
     "PRAGMA secure_delete = ON",
     "PRAGMA cache_size = -32768",
     "PRAGMA cell_size_check = ON",
+    "PRAGMA wal_autocheckpoint = 10000",
 )
 _WAL_HEADER = 96  # the wal-index header: two copies of 48 bytes, at the start of the -shm file
 
