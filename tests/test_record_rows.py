@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+import threading
 import unicodedata
 from contextlib import closing
 from datetime import UTC, datetime, timedelta, timezone
@@ -187,3 +188,42 @@ def test_a_new_row_takes_the_era_of_the_tables_end_and_lookups_reach_every_era(t
         assert [r.id for r in found] == [first.id, "r7", "r8"]
         assert store.backend.by_content_hash("t1", second.content_hash) == [second]
         assert store.backend.by_content_hash("t2", first.content_hash) == []
+
+
+def test_openers_in_many_threads_upgrade_an_earlier_file_once_and_all_succeed(tmp_path: Path) -> None:
+    """Six threads open a file with the earlier hash index at one instant, each with its own
+    store (its own connections): every open succeeds, the file ends with one content-hash
+    index and the era column, and each store finds the duplicates."""
+    records = _records()
+    twin = records[0].model_copy(update={"id": "r3", "content": "PAYMENT 42  failed — the gateway timed out"})
+    with MemoryStore.embedded(tmp_path) as store:
+        store.add_many([*records, MemoryRecord.model_validate(twin.model_dump())])
+    with closing(sqlite3.connect(tmp_path / DB_NAME)) as conn:
+        conn.execute("DROP INDEX records_hash_era")
+        conn.execute("ALTER TABLE records DROP COLUMN era")
+        conn.execute("CREATE INDEX records_hash_key ON records (tenant, substr(content_hash, 1, 16))")
+        conn.commit()
+    start = threading.Barrier(6)
+    found: list[list[str]] = []
+    failures: list[BaseException] = []
+
+    def opener() -> None:
+        try:
+            start.wait()
+            with MemoryStore.embedded(tmp_path) as store:
+                found.append([r.id for r in store.backend.by_content_hash("t1", records[0].content_hash)])
+        except BaseException as err:  # reported below, with the thread's error
+            failures.append(err)
+
+    threads = [threading.Thread(target=opener) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    assert found == [["r1", "r3"]] * 6
+    with closing(sqlite3.connect(tmp_path / DB_NAME)) as conn:
+        names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(records)")}
+    assert names & {"records_hash", "records_hash_key", "records_hash_era"} == {"records_hash_era"}
+    assert "era" in columns

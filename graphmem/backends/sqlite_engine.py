@@ -136,7 +136,12 @@ _ADDED_COLUMNS = (("versions", "body"), ("related", "recorded"), ("records", "em
 
 def _lacks_columns(conn: sqlite3.Connection) -> bool:
     """Whether a format 4 file was written before records had their ``embedding_model``."""
-    return not any(row[1] == "embedding_model" for row in conn.execute("PRAGMA table_info(records)"))
+    return "embedding_model" not in _columns(conn, "records")
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    """The names of ``table``'s columns (``table`` is one of the schema's, never user input)."""
+    return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
 
 
 def _lacks_era_hash_index(conn: sqlite3.Connection) -> bool:
@@ -288,8 +293,7 @@ class Engine:
             if version in (2, 3, FORMAT):
                 # Format 2's versions table is created with its body column.
                 for table, column in _ADDED_COLUMNS:
-                    have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
-                    if column not in have:
+                    if column not in _columns(conn, table):
                         conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
                 conn.execute(f"PRAGMA user_version = {FORMAT}")
             conn.execute("COMMIT")
@@ -307,7 +311,7 @@ class Engine:
         try:
             conn.execute("BEGIN IMMEDIATE")
             if _lacks_era_hash_index(conn):  # another process may have replaced it
-                if not any(row[1] == "era" for row in conn.execute("PRAGMA table_info(records)")):
+                if "era" not in _columns(conn, "records"):
                     conn.execute("ALTER TABLE records ADD COLUMN era INTEGER NOT NULL DEFAULT 0")
                 conn.execute("DROP INDEX IF EXISTS records_hash")
                 conn.execute("DROP INDEX IF EXISTS records_hash_key")
