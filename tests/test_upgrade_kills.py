@@ -41,12 +41,15 @@ def _records(tenant: str) -> list[MemoryRecord]:
 
 
 def _regress(db: Path) -> None:
-    """Make ``db`` a file as a format 3 store with the whole-hash index and no erasure counts left it."""
+    """Make ``db`` a file as a format 3 store with the whole-hash and (tenant, scope) indexes and
+    no erasure counts left it."""
     with closing(sqlite3.connect(db)) as conn:
         conn.execute("DROP TABLE erasures")
         conn.execute("DROP INDEX records_hash_era")
+        conn.execute("DROP INDEX records_scope_era")
         conn.execute("ALTER TABLE records DROP COLUMN era")
         conn.execute("CREATE INDEX records_hash ON records (tenant, content_hash)")
+        conn.execute("CREATE INDEX records_scope ON records (tenant, scope)")
         conn.execute("ALTER TABLE versions DROP COLUMN body")
         conn.execute("ALTER TABLE related DROP COLUMN recorded")
         conn.execute("ALTER TABLE records DROP COLUMN embedding_model")
@@ -55,8 +58,9 @@ def _regress(db: Path) -> None:
 
 
 def _state(db: Path) -> tuple[int, bool, bool, bool]:
-    """The file's format, whether it has the embedding model column, the era content-hash
-    index (with its column) and the erasure counts; raises if SQLite finds the file damaged."""
+    """The file's format, whether it has the embedding model column, the era-keyed scope and
+    content-hash indexes (with their column) and the erasure counts; raises if SQLite finds
+    the file damaged."""
     with closing(sqlite3.connect(db)) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
         version = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -64,8 +68,12 @@ def _state(db: Path) -> tuple[int, bool, bool, bool]:
         names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
     hash_indexes = names & {"records_hash", "records_hash_key", "records_hash_era"}
     assert len(hash_indexes) == 1, f"one content-hash index, never two or none: {hash_indexes}"
+    scope_indexes = names & {"records_scope", "records_scope_era"}
+    assert len(scope_indexes) == 1, f"one scope index, never two or none: {scope_indexes}"
     era = "records_hash_era" in names
-    assert era == ("era" in columns), "the era column and its index come together"
+    assert era == ("era" in columns) == ("records_scope_era" in names), (
+        "the era column and its indexes come together"
+    )
     return version, "embedding_model" in columns, era, "erasures" in names
 
 

@@ -92,8 +92,10 @@ def _marks(n: int) -> str:
     return ",".join("?" * n)
 
 
-# A new row's era (the content-hash index's second column): where the table ends, over 2^17.
-_ERA = "(SELECT coalesce(max(rowid), 0) FROM records) >> 17"
+ERA_SHIFT = 15
+"""A new row's era (the second column of the scope and content-hash indexes) is where the
+table ends, its largest rowid, over 2^ERA_SHIFT."""
+_ERA = f"(SELECT coalesce(max(rowid), 0) FROM records) >> {ERA_SHIFT}"
 _INSERT_RECORD = (
     "INSERT INTO records (tenant, id, scope, kind, status, policy, content_hash, fingerprint, start, stop, "
     "recency, sensitivity, succeeded, preconditions, content, embedding, body, known_from, embedding_model, "
@@ -139,18 +141,34 @@ _Mode = Literal["new", "replace", "update", "status"]
 """How a batch of records is written: created, upserted, updated in place, or only its
 statuses changed (``_put_records``)."""
 _BODY = "SELECT body, fingerprint FROM records"
-# Each era the tenant's records have, one index seek apiece (the next era after each), then the
-# hash's key in each. The unary pluses keep SQLite from putting the hash for the column inside
-# substr() (which then no longer matches the index's expression) and from walking the tenant's
-# records in id order.
-_BY_CONTENT_HASH = (
+# Each era the tenant's records have (``era IN eras``), one index seek apiece: the next era
+# after each. The tenant is the statement's first parameter.
+_ERAS = (
     "WITH RECURSIVE eras (era) AS (SELECT min(era) FROM records WHERE tenant = ?1 UNION ALL "
     "SELECT (SELECT min(era) FROM records WHERE tenant = ?1 AND era > eras.era) FROM eras "
     "WHERE era IS NOT NULL) "
+)
+# The hash's key in each era. The unary pluses keep SQLite from putting the hash for the column
+# inside substr() (which then no longer matches the index's expression) and from walking the
+# tenant's records in id order.
+_BY_CONTENT_HASH = (
+    _ERAS
     + _BODY
     + " WHERE tenant = ?1 AND era IN eras AND substr(content_hash, 1, 16) = ?2 AND +content_hash = ?3 "
     "ORDER BY +id"
 )
+
+
+def rows_in_scopes(columns: str, count: int) -> str:
+    """A SELECT of ``columns`` of the records of ``count`` scopes (parameters 2 to count + 1;
+    the tenant is the first): a seek of ``records_scope_era`` for each scope in each era the
+    tenant has. More conditions may follow (``AND ...``, with parameters after the scopes)."""
+    return (
+        f"{_ERAS}SELECT {columns} FROM records INDEXED BY records_scope_era "
+        f"WHERE tenant = ?1 AND era IN eras AND scope IN ({_marks(count)})"
+    )
+
+
 # Edge-table lookups join records with CROSS JOIN, which keeps the edge table the outer loop:
 # given ORDER BY r.id, SQLite would otherwise walk every record of the tenant in id order.
 _PARENTS = "SELECT parent FROM within WHERE tenant = ? AND child = ?"
@@ -757,7 +775,7 @@ class EmbeddedBackend:
         for at in range(0, len(keys), 500):
             chunk = keys[at : at + 500]
             out += self._select(
-                f"{_BODY} WHERE tenant = ? AND scope IN ({_marks(len(chunk))}) ORDER BY id",
+                rows_in_scopes("body, fingerprint", len(chunk)) + " ORDER BY +id",
                 (tenant, *chunk),
             )
         return out
@@ -915,8 +933,7 @@ class EmbeddedBackend:
             for at in range(0, len(reached), 500):
                 chunk = reached[at : at + 500]
                 rows = conn.execute(
-                    f"SELECT {_GATE_COLUMNS} FROM records "
-                    f"WHERE tenant = ? AND scope IN ({_marks(len(chunk))}){left_out}",
+                    rows_in_scopes(_GATE_COLUMNS, len(chunk)) + left_out,
                     (ctx.tenant, *chunk, *left_out_args),
                 )
                 for row in rows.fetchall():

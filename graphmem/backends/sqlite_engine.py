@@ -144,16 +144,16 @@ def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
     return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
 
 
-def _lacks_era_hash_index(conn: sqlite3.Connection) -> bool:
-    """Whether the file has a content-hash index from before records had eras (``records_hash``
-    on the whole hash, or ``records_hash_key`` on its first 16 hex digits) instead of
-    ``records_hash_era``."""
-    return (
-        conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'records_hash_era'"
-        ).fetchone()
-        is None
-    )
+_ERA_INDEXES = ("records_scope_era", "records_hash_era")
+"""The indexes keyed on (tenant, era) first (the schema's comment says why)."""
+
+
+def _lacks_era_indexes(conn: sqlite3.Connection) -> bool:
+    """Whether the file was written before its scope and content-hash indexes were keyed by era:
+    it has ``records_scope`` on (tenant, scope), ``records_hash`` on the whole hash or
+    ``records_hash_key`` on its first 16 hex digits, instead of ``_ERA_INDEXES``."""
+    indexes = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    return not indexes.issuperset(_ERA_INDEXES)
 
 
 def _lacks_table(conn: sqlite3.Connection, name: str) -> bool:
@@ -251,8 +251,8 @@ class Engine:
                         f"format {FORMAT} — upgrade graphmem",
                         code="unsupported_format",
                     )
-                if version != 0 and _lacks_era_hash_index(conn):
-                    self._era_hash_index(conn)
+                if version != 0 and _lacks_era_indexes(conn):
+                    self._era_indexes(conn)
                 if version != 0 and _lacks_table(conn, "erasures"):
                     self._add_table(conn, "erasures")
                 if version == 0:
@@ -303,19 +303,20 @@ class Engine:
             raise
 
     @staticmethod
-    def _era_hash_index(conn: sqlite3.Connection) -> None:
-        """Give a file written before records had eras the era column (every stored row in era
-        0) and replace its content-hash index by ``records_hash_era``, in one transaction (the
-        same file otherwise: no format change). A store of 1M records builds the new index in
-        a few seconds, once."""
+    def _era_indexes(conn: sqlite3.Connection) -> None:
+        """Give a file written before its indexes were keyed by era the era column (every stored
+        row in era 0) and replace its scope and content-hash indexes by ``_ERA_INDEXES``, in one
+        transaction (the same file otherwise: no format change). A store of 1M records builds
+        the new indexes in a few seconds, once."""
         try:
             conn.execute("BEGIN IMMEDIATE")
-            if _lacks_era_hash_index(conn):  # another process may have replaced it
+            if _lacks_era_indexes(conn):  # another process may have replaced them
                 if "era" not in _columns(conn, "records"):
                     conn.execute("ALTER TABLE records ADD COLUMN era INTEGER NOT NULL DEFAULT 0")
-                conn.execute("DROP INDEX IF EXISTS records_hash")
-                conn.execute("DROP INDEX IF EXISTS records_hash_key")
-                conn.execute(schema_statement("records_hash_era"))
+                for old in ("records_scope", "records_hash", "records_hash_key"):
+                    conn.execute(f"DROP INDEX IF EXISTS {old}")
+                for index in _ERA_INDEXES:
+                    conn.execute(schema_statement(index))
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:

@@ -22,6 +22,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from graphmem.backends.embedded import rows_in_scopes
 from graphmem.backends.sql import sql
 from graphmem.backends.sqlite_engine import CONNECTION_PRAGMAS
 from graphmem.bench.core import Latency, measure, ratios_to_first
@@ -287,15 +288,15 @@ def _count(store: MemoryStore, tenant: str) -> int:
 
 
 def recall_floor(store: MemoryStore, tenant: str, scopes: list[str], repeats: int) -> Latency:
-    """The floor of a selective recall: one index seek returning every candidate's id and fingerprint
-    (what its receipt digests)."""
+    """The floor of a selective recall: the index seeks returning every candidate's id and
+    fingerprint (what its receipt digests), one in each era of the scope index."""
     with store.backend.reading() as conn:
         i = 0
 
         def seek() -> None:
             nonlocal i
             conn.execute(  # type: ignore[attr-defined]
-                "SELECT id, fingerprint FROM records WHERE tenant = ? AND scope = ?",
+                rows_in_scopes("id, fingerprint", 1),
                 (tenant, scopes[i % len(scopes)]),
             ).fetchall()
             i += 1
