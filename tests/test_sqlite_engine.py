@@ -32,9 +32,10 @@ from graphmem import (
     ReadContext,
     Source,
 )
+from graphmem.backends import sqlite_engine
 from graphmem.backends.base import AppendAudit, Op, PutRecord, ScopeWithin
 from graphmem.backends.embedded import EmbeddedBackend
-from graphmem.backends.sqlite_engine import DB_NAME
+from graphmem.backends.sqlite_engine import DB_NAME, WAL_CHECKPOINT_BYTES
 from graphmem.cli import cli
 from tests.conftest import KNOWN, T0
 
@@ -657,33 +658,59 @@ def test_the_write_generation_is_read_again_after_any_commit_by_any_process(
         engine.generation()
 
 
-def test_every_connection_to_a_file_checkpoints_at_10000_wal_pages_not_every_commit(
+def test_every_connection_to_a_file_checkpoints_at_40_mib_of_wal_not_every_commit(
     tmp_path: Path, tenant: str
 ) -> None:
     """A bulk batch writes more than SQLite's default 1,000 pages; the store's connections,
-    read and write, in every thread, let the WAL reach 10,000 before a checkpoint."""
+    read and write, in every thread, let the WAL reach 40 MiB (5,120 of a new file's 8 KiB
+    pages) before a checkpoint."""
     path = tmp_path / "memdir"
     with MemoryStore.embedded(path) as store:
         backend = store.backend
         assert isinstance(backend, EmbeddedBackend)
-        seen: list[tuple[int, int]] = []
+        seen: list[tuple[int, int, int]] = []
 
         def probe() -> None:
             with backend.engine.transaction(write=False) as conn:
                 reading = conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0]
+                page = conn.execute("PRAGMA page_size").fetchone()[0]
             with backend.engine.transaction(write=True) as conn:
                 writing = conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0]
-            seen.append((reading, writing))
+            seen.append((page, reading, writing))
 
         probe()
         worker = threading.Thread(target=probe)
         worker.start()
         worker.join()
-        assert seen == [(10000, 10000), (10000, 10000)]
-        _filled(path, tenant, 1500)  # about 1,700 pages in one commit
+        assert seen == [(8192, 5120, 5120)] * 2
+        assert WAL_CHECKPOINT_BYTES == 5120 * 8192
+        _filled(path, tenant, 3000)  # about 1,700 pages in one commit
         # The wal-index header (-shm): frames in the WAL (mxFrame, at byte 16) and frames copied
         # to the database (nBackfill, at byte 96). SQLite's default copies all at this commit.
         shm = (path / f"{DB_NAME}-shm").read_bytes()
         frames, backfilled = struct.unpack_from("=I", shm, 16)[0], struct.unpack_from("=I", shm, 96)[0]
         assert frames > 1000, frames
         assert backfilled == 0, f"{backfilled} of {frames} frames were checkpointed at commit"
+
+
+def test_a_file_made_with_4_kib_pages_keeps_them_and_checkpoints_at_the_same_bytes(
+    tmp_path: Path, tenant: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store's page size is set when its file is made: a file written with SQLite's 4 KiB
+    pages (as every store was before) opens, keeps them and reads and writes as before, with
+    the WAL bound in bytes."""
+    path = tmp_path / "memdir"
+    earlier = tuple(p for p in sqlite_engine.CONNECTION_PRAGMAS if "page_size" not in p)
+    with monkeypatch.context() as patch:
+        patch.setattr(sqlite_engine, "CONNECTION_PRAGMAS", earlier)
+        _filled(path, tenant, 40)
+    with MemoryStore.embedded(path) as store:
+        store.add_many([_episode(tenant, f"later{i}", f"payment {i}") for i in range(10)])
+        backend = store.backend
+        assert isinstance(backend, EmbeddedBackend)
+        with backend.engine.transaction(write=False) as conn:
+            page = conn.execute("PRAGMA page_size").fetchone()[0]
+            threshold = conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0]
+        assert (page, threshold) == (4096, 10240)
+        assert len(backend.all_records(tenant)) == 50
+        assert backend.check() == []

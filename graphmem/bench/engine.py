@@ -24,7 +24,7 @@ from typing import Any
 
 from graphmem.backends.embedded import rows_in_scopes
 from graphmem.backends.sql import sql
-from graphmem.backends.sqlite_engine import CONNECTION_PRAGMAS
+from graphmem.backends.sqlite_engine import configure
 from graphmem.bench.core import Latency, measure, ratios_to_first
 from graphmem.model import MemoryRecord
 from graphmem.store import MemoryStore
@@ -313,10 +313,9 @@ def _scratch_db(store: MemoryStore) -> Iterator[sqlite3.Connection]:
     directory = tempfile.mkdtemp(prefix="graphmem-floor-", dir=where)
     conn = sqlite3.connect(os.path.join(directory, "floor.sqlite3"), isolation_level=None)
     try:
-        # The store's own connection settings: secure_delete zeroes what a replace frees, as
-        # the store's writes do.
-        for pragma in CONNECTION_PRAGMAS:
-            conn.execute(pragma)
+        # The store's own connection settings (its page size, secure_delete zeroing what a
+        # replace frees, as the store's writes do).
+        configure(conn)
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = FULL")
         conn.executescript(sql("bench_floor"))
