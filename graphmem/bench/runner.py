@@ -177,7 +177,7 @@ def run_size(
 
             floor = recall_floor(store, loaded.tenant, scopes, cfg.repeats).summary()
             selective["floor"] = {
-                "what": "one index seek returning the candidates' ids and fingerprints",
+                "what": "the scope index's seeks (one an era) returning the candidates' ids and fingerprints",
                 **floor,
             }
             selective["ratio_to_floor_p50"] = round(
