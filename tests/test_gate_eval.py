@@ -17,6 +17,7 @@ from graphmem.eval.gate_data import (
     HANDWRITTEN,
     PLAIN,
     PLAIN2,
+    PLAIN3,
     REPO,
     compose,
     handwritten_lines,
@@ -24,6 +25,7 @@ from graphmem.eval.gate_data import (
     jsonl_lines,
     labelled,
     plain2_lines,
+    plain3_lines,
     plain_lines,
 )
 from graphmem.policy.text import fold
@@ -69,6 +71,12 @@ def test_unknown_layer_is_refused() -> None:
         ("heldout", (120, 84), 20, LANGUAGES_13),
         ("heldout-2", (150, 130), 25, LANGUAGES_13),
         ("heldout-3", (160, 150), 25, (*LANGUAGES_13, "ar", "hi", "vi", "sv")),
+        (
+            "heldout-4",
+            (200, 190),
+            30,
+            (*LANGUAGES_13, "ar", "hi", "cs", "fa", "fi", "he", "hu", "ro", "th", "uk"),
+        ),
     ],
 )
 def test_the_frozen_held_out_sets_are_there_and_labelled(
@@ -184,8 +192,9 @@ def _text_hashes(path: object) -> set[str]:
         (HANDWRITTEN, ("corpus", "held-out")),
         (PLAIN, ("corpus", "held-out", "handwritten")),
         (PLAIN2, ("corpus", "held-out", "handwritten", "plain")),
+        (PLAIN3, ("corpus", "held-out", "handwritten", "plain", "plain2")),
     ],
-    ids=["handwritten", "plain", "plain2"],
+    ids=["handwritten", "plain", "plain2", "plain3"],
 )
 def test_no_development_text_is_in_the_corpus_the_held_out_sets_or_another_set(
     directory: object, others: tuple[str, ...]
@@ -196,6 +205,7 @@ def test_no_development_text_is_in_the_corpus_the_held_out_sets_or_another_set(
         "held-out": list(HELD_OUT.values()),
         "handwritten": [HANDWRITTEN],
         "plain": [PLAIN],
+        "plain2": [PLAIN2],
     }
     seen = set()
     for other in others:
@@ -246,6 +256,22 @@ def test_the_second_plain_set_loads_with_its_categories_languages_carriers_and_p
     assert all((x["carrier"] == "none") == (x["position"] == "whole") for x in attacks)
     assert all((x["text"] == x["instruction"]) == (x["carrier"] == "none") for x in attacks)
     assert Counter(x["position"] for x in attacks)["whole"] == 70
+    assert len({x["text"] for x in lines}) == len(lines)
+
+
+def test_the_third_plain_set_loads_as_training_data_with_its_categories_and_languages() -> None:
+    lines = plain3_lines()
+    attacks = [x for x in lines if x["label"] == "attack"]
+    benign = [x for x in lines if x["label"] == "benign"]
+    assert (len(attacks), len(benign)) == (560, 300)
+    assert {x["split"] for x in lines} == {"train"}
+    assert all(x["source_trust"] == "untrusted" for x in attacks)
+    assert Counter(x["source_trust"] for x in benign) == {"untrusted": 260, "trusted": 40}
+    assert set(Counter(x["category"] for x in attacks).values()) == {40}
+    assert len(Counter(x["category"] for x in attacks)) == 14
+    assert len({x["lang"] for x in attacks}) == len({x["lang"] for x in benign}) == 28
+    assert all(x["instruction"] and x["instruction"] in x["text"] for x in attacks)
+    assert all((x["text"] == x["instruction"]) == (x["position"] == "whole") for x in attacks)
     assert len({x["text"] for x in lines}) == len(lines)
 
 

@@ -30,6 +30,10 @@ A *line* is a mapping with ``text``, ``label`` (``attack`` / ``benign``),
   kinds of carrier or alone) and 418 look-alikes (58 trusted), written by two
   writers who had seen none of the gate, its data or its evaluation sets.
   Halves as the plain set's (``plain2_lines``).
+* ``plain3`` — ``graphmem/eval/data/plain3/``: 560 plain-language injections
+  (fourteen categories, 28 languages) and 300 look-alikes (40 trusted), written
+  by three writers who had seen none of the gate, its data or its evaluation
+  sets; training data only, every line (``plain3_lines``).
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ __all__ = [
     "HANDWRITTEN",
     "PLAIN",
     "PLAIN2",
+    "PLAIN3",
     "REPO",
     "bipia_contexts",
     "bipia_lines",
@@ -58,6 +63,7 @@ __all__ = [
     "jsonl_lines",
     "labelled",
     "plain2_lines",
+    "plain3_lines",
     "plain_lines",
 ]
 
@@ -67,6 +73,7 @@ REPO = Path(__file__).resolve().parents[2]
 HANDWRITTEN = Path(__file__).resolve().parent / "data" / "handwritten"
 PLAIN = Path(__file__).resolve().parent / "data" / "plain"
 PLAIN2 = Path(__file__).resolve().parent / "data" / "plain2"
+PLAIN3 = Path(__file__).resolve().parent / "data" / "plain3"
 # Chosen among 5,000 seeds as the one whose split is most even per category, language and trust.
 PLAIN_SEED = 3664
 # Among 5,000 seeds, the most even of those that put each category and language of ten lines or
@@ -282,3 +289,8 @@ def plain_lines(
 def plain2_lines(split: str | None = None, directory: Path = PLAIN2) -> list[Line]:
     """The second plain set's lines of ``split``, halved as the first's (``plain_lines``)."""
     return plain_lines(split, directory, name="plain2", seed=PLAIN2_SEED)
+
+
+def plain3_lines(directory: Path = PLAIN3) -> list[Line]:
+    """The third plain set's lines: training data only, so every line is in ``train``."""
+    return [{**line, "split": "train"} for line in labelled(directory)]

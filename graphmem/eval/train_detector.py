@@ -1,11 +1,13 @@
 """Train the write gate's injection detector: ``python -m graphmem.eval.train_detector [BIPIA_DIR]``.
 
-Data (never ``tests/heldout/``): BIPIA's training split composed with the
+Data: BIPIA's training split composed with the
 instruction categories of ``gate_data.DEV_CATEGORIES`` left out,
-``tests/corpus/``, the train halves of the hand-written and plain sets
-(``graphmem/eval/data/handwritten/``, ``graphmem/eval/data/plain/``, weighed
-up: ``PART_WEIGHTS``), and the hand-written variants below. Segments that come from an inserted or
-hand-marked instruction are positives; every other segment is a negative.
+``tests/corpus/``, the train halves of the hand-written and the first two plain
+sets and the whole third plain set (``graphmem/eval/data/handwritten/``,
+``plain/``, ``plain2/``, ``plain3/``, weighed up: ``PART_WEIGHTS``), and the
+hand-written variants below. No held-out set (``tests/heldout*/``) is read.
+Segments that come from an inserted or hand-marked instruction are positives;
+every other segment is a negative.
 Logistic regression by full-batch gradient descent (Adam) in NumPy, with a
 fixed seed and order, so a retrain reproduces the shipped
 weights. Thresholds come from the training texts alone: quarantine above the
@@ -32,6 +34,8 @@ from graphmem.eval.gate_data import (
     generated_lines,
     handwritten_lines,
     labelled,
+    plain2_lines,
+    plain3_lines,
     plain_lines,
 )
 from graphmem.policy.detector import (
@@ -45,21 +49,24 @@ from graphmem.policy.detector import (
 
 __all__ = ["PART_WEIGHTS", "VARIANTS", "train", "training_texts"]
 
-VERSION = "injection-lr-7"
+VERSION = "injection-lr-8"
 EPOCHS = 400
 GENERATED = 1500
 # Hashed words are weakly regularised, so plain-language wording ("whoever summarises this") counts.
 L2_HASHED, L2_DENSE = 3e-5, 1e-4
 # How much each part of the training data weighs, per segment, relative to the others (the
 # positive and the negative segments are then balanced to half the loss each).
-# The hand-written and plain halves are small (about 240 attacks and 190 look-alikes among 4,800
-# texts) and the only plain-language parts: they weigh 30 times as much per segment.
+# The hand-written and plain parts are small (about 1,120 attacks and 740 look-alikes among 6,000
+# texts) and the only plain-language ones: they weigh 30 times as much per segment (10 and 60
+# were tried for plain3: docs/eval.md).
 PART_WEIGHTS = {
     "bipia": 1.0,
     "corpus": 1.0,
     "generated": 1.0,
     "handwritten": 30.0,
     "plain": 30.0,
+    "plain2": 30.0,
+    "plain3": 30.0,
     "variants": 1.0,
 }
 # Quarantine above this quantile of the benign training texts' scores. The plain set's look-alikes
@@ -151,7 +158,13 @@ def training_texts(bipia_dir: Path) -> list[tuple[dict[str, Any], set[str] | Non
     for line in generated_lines(bipia_dir, "train", n=GENERATED):
         inserted = line.pop("inserted", None)
         out.append(({**line, "part": "generated"}, set(segments(inserted)) if inserted else None))
-    for part, lines in (("handwritten", handwritten_lines("train")), ("plain", plain_lines("train"))):
+    halves = (
+        ("handwritten", handwritten_lines("train")),
+        ("plain", plain_lines("train")),
+        ("plain2", plain2_lines("train")),
+        ("plain3", plain3_lines()),
+    )
+    for part, lines in halves:
         for line in lines:
             if line["label"] == "benign" and line["source_trust"] == "trusted":
                 continue  # a trusted author's orders are not what untrusted text may say

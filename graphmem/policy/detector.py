@@ -50,7 +50,7 @@ from graphmem.policy.prefilter import (
     literal_first,
     top_level,
 )
-from graphmem.policy.text import fold, visible_text
+from graphmem.policy.text import fold, reader_text
 
 __all__ = [
     "CUES",
@@ -72,6 +72,9 @@ _RUN_ON = re.compile(
 )
 _RUN_ON_WORDS = 40
 _LEAD_IN = re.compile(r"^(?:[^\W\d_]+\.?\s+){0,4}[^\W\d_]+\s*[:,]\s*")
+# A segment's opening words up to a colon or comma, full-width ones too ("für den assistenten:",
+# "note for automated readers:", "@assistant heads up,"): whom the segment addresses, if anyone.
+_ADDRESS_LEAD = re.compile(r"^(?:[^\s:：,，]+\s+){0,7}[^\s:：,，]+\s*[:：,，]")
 _WORD = re.compile(r"[^\W\d_]+(?:'[a-z]+)?", re.U)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]+")
 _CONTENT_MIN = 4
@@ -87,14 +90,25 @@ def _lex(*words: str) -> tuple[str, ...]:
 # Each cue is a folded-text pattern; languages: en, de, fr, es, pt, it, nl, pl, tr, ru, zh, ja, ko.
 _CUE_WORDS: dict[str, tuple[str, ...]] = {
     "addressee_ai": _lex(
-        r"\b(?:ai|a\.i\.|llm|chatbot|bot|bots|assistant|assistants|language\s+model|ai\s+model|gpt)\b",
-        r"\b(?:ki|sprachmodell\w*|assistent(?:in)?|ia|assistente|asistente|modelo\s+de\s+lenguaje|"
-        r"modele\s+de\s+langage|taalmodel|asystenc\w*|asystent\w*|model\w*\s+jezykow\w*|yapay\s+zek\w*|asistan\w*)\b",
-        r"\b(?:ии|ассистент\w*|нейросет\w*|модел\w+)\b",
-        r"助手|人工智能|智能体|アシスタント|言語モデル|ＡＩ|비서|인공지능|챗봇",
+        r"\b(?:ai|a\.i\.|ais|llms?|chatbots?|bot|bots|assistants?|language\s+models?|ai\s+models?|gpt|copilots?)\b",
+        # Inflected forms too: "für den Assistenten", "asistentes", "assistenten".
+        r"\b(?:ki|sprachmodell\w*|assistent\w*|ia|ias|assistente\w*|asistente\w*|modelo\s+de\s+lenguaje|"
+        r"modele\s+de\s+langage|modelo\s+de\s+linguagem|modello\s+linguistico|taalmodel\w*|asystenc\w*|asystent\w*|"
+        r"model\w*\s+jezykow\w*|yapay\s+zek\w*|asistan\w*|intelligence\s+artificielle|inteligencia\s+artificial|"
+        r"intelligenza\s+artificiale|kunstliche\s+intelligenz|kunstmatige\s+intelligentie|sztuczn\w+\s+inteligencj\w*)\b",
+        # Czech, Slovak, Romanian, Swedish, Danish, Norwegian, Finnish, Hungarian, Indonesian, Vietnamese.
+        r"\b(?:umel\w+\s+inteligenc\w*|asistent\w*|jazykov\w+\s+model\w*|sprakmodell\w*|kunstig\s+intelligens|"
+        r"artificiell\s+intelligens|tekoaly\w*|avustaja\w*|mesterseges\s+intelligencia\w*|asszisztens\w*|"
+        r"inteligenta\s+artificiala|asisten|kecerdasan\s+buatan|tro\s+ly|tri\s+tue\s+nhan\s+tao|chat-?bot\w*)\b",
+        r"\b(?:ии|ші|ассистент\w*|асистент\w*|нейросет\w*|нейромереж\w*|модел\w+|бот\w{0,3}|чат-?бот\w*|"
+        r"помічник\w*|штучн\w+\s+інтелект\w*|искусственн\w+\s+интеллект\w*)\b",
+        r"助手|助理|人工智能|智能体|机器人|アシスタント|言語モデル|人工知能|ボット|ＡＩ|비서|인공지능|챗봇|어시스턴트|봇",
         # "AIさん", "AIへ", "AI에게": the Latin letters run into a particle, so no word boundary follows.
         r"(?:^|[^a-z])ai(?:さん|へ|に|は|が|の|에게|는|가|님|야)",
-        r"مساعد|الذكاء\s+الاصطناعي|البوت|روبوت|نموذج\s+لغوي|قارئ\s+آلي",
+        r"مساعد|الذكاء\s+الاصطناعي|البوت|روبوت|نموذج\s+لغوي|قارئ\s+آلي|هوش\s+مصنوعی|دستیار|ربات",
+        r"τεχνητ\w*\s+νοημοσ\w*|γλωσσικ\w*\s+μοντ\w*|ψηφιακ\w*\s+βοηθ\w*",
+        r"(?<!\w)[לה]?(?:צ'?אט)?בוט(?:ים|ית)?(?!\w)|בינה\s+מלאכותית|מודל\s+(?:ה)?שפה",
+        r"एआई|बॉट|सहायक|कृत्रिम\s+बुद्धि|भाषा\s+मॉडल|ปัญญาประดิษฐ์|ผู้ช่วย|แชทบอท|บอท",
     ),
     "your_output": _lex(
         r"\b(?:your|the)\s+(?:\w+\s+)?(?:response|responses|answer|answers|reply|replies|output|summary|"
@@ -154,6 +168,30 @@ _CUE_WORDS: dict[str, tuple[str, ...]] = {
         r"\b(?:ekle|yaz|gonder|ver|soyle|kullan|acikla|anlat|hatirla|unut|uy|cevapla|yanitla)\W*$",
         r"^(?:добавь|напиши|отвечай|ответь|переведи|скажи|используй|отправь|сохрани|игнорируй|забудь|"
         r"объясни|опиши|расскажи|дай|перечисли|покажи|сделай|кратко|порекомендуй|запомни|перешли|лучше)",
+        # Ukrainian, Czech, Slovak, Swedish, Danish, Norwegian, Finnish, Hungarian, Romanian, Indonesian,
+        # Vietnamese, Greek, Hebrew, Hindi, Persian, Thai: the common imperatives and "please", "don't".
+        r"^(?:будь\s+ласка,?\s+)?(?:додай|напиши|відповідай|відповідь|переклади|скажи|використовуй|надішли|збережи|"
+        r"ігноруй|забудь|поясни|опиши|розкажи|дай|перелічи|покажи|зроби|порекомендуй|запам'ятай|перешли|вкажи|"
+        r"згадай|не\s+згадуй|видали|познач|назви|називай|представ|пиши|відповідайте|надішліть)",
+        r"^(?:prosim,?\s+)?(?:pridej|napis|odpovez|odpovidej|prelozit|preloz|rekni|pouzij|posli|uloz|ignoruj|zapomen|"
+        r"vysvetli|popis|uved|zmin|nezminuj|smaz|zapamatuj|oznac|doporuc|napiste|poslete|odpovezte)\b",
+        r"^(?:var\s+snall\s+och\s+|vanligen\s+)?(?:skriv|skicka|svara|lagg\s+till|ta\s+bort|kom\s+ihag|namn|nämn|"
+        r"oversatt|ange|beskriv|beratta|ge|visa|gor|anvand|glom|ignorera|spara|husk|slet|slett|nevn|oversett|"
+        r"oversaet|tilfoj|tilføj|legg\s+til|send|svar)\b",
+        r"^(?:kirjoita|laheta|vastaa|lisaa|poista|muista|mainitse|kaanna|kerro|anna|nayta|tee|kayta|unohda|tallenna)\b",
+        r"^(?:kerlek\s+)?(?:ird|irj|kuldd|kuldj|valaszolj|add\s+hozza|torold|jegyezd\s+meg|ne\s+emlitsd|forditsd|mondd|"
+        r"hasznald|mentsd|felejtsd|ajanld)\b",
+        r"^(?:te\s+rog\s+)?(?:scrie|trimite|raspunde|adauga|sterge|tine\s+minte|nu\s+mentiona|tradu|spune|include|"
+        r"mentioneaza|foloseste|salveaza|ignora|uita|recomanda|prezinta)\b",
+        r"^(?:tolong\s+|mohon\s+|harap\s+)?(?:tulis\w*|kirim\w*|jawab\w*|tambahkan|hapus\w*|ingat\w*|sebutkan|"
+        r"terjemahkan|buatkan|berikan|jangan|gunakan|simpan|abaikan|lupakan|jelaskan|tampilkan|rekomendasikan|sarankan)\b",
+        r"^(?:hay|xin\s+hay|vui\s+long|dung|nho)\b",
+        r"^(?:παρακαλώ\s+)?(?:γράψε|στείλε|απάντησε|απάντα|πρόσθεσε|διάγραψε|θυμήσου|μην|ανέφερε|μετάφρασε|πες|"
+        r"χρησιμοποίησε|δώσε|δείξε|περίγραψε|εξήγησε|αγνόησε|ξέχασε|συνέστησε)",
+        r"^(?:אנא\s+|בבקשה\s+)?(?:כתוב|כתבו|שלח|שלחו|ענה|ענו|הוסף|הוסיפו|מחק|מחקו|זכור|זכרו|תרגם|ציין|צרף|"
+        r"אמור|תגיד|תכתוב|תשלח|תוסיף|תמחק|תזכור|אל\s+ת)",
+        r"(?:करें|कीजिए|करो|भेजें|भेजो|लिखें|लिखो|बताएं|बताइए|बताओ|दें|दीजिए|जोड़ें|हटाएं|याद\s+रखें)\s*[।.!]?$|^(?:कृपया)",
+        r"^(?:لطفا|لطفاً)|(?:بنویس|بفرست|پاسخ\s+بده|اضافه\s+کن|حذف\s+کن|به\s+خاطر\s+بسپار|نگو|بگو)|^(?:กรุณา|โปรด|อย่า)",
         r"^(?:اكتب|أكتب|أرسل|ارسل|احذف|ترجم|أجب|اجب|اذكر|قل|تجاهل|لخص|ضع|أضف|اضف|استخدم|تذكر|احفظ|أعط|اعط|"
         r"اشرح|قدم|حول|حوّل|انشر|ابحث|احجز|ادفع|وافق)|"
         r"^(?:请|請|务必|務必|先|在回答|回答时|忽略|记住|解释|告诉|描述|写|把|用|发送)|"
@@ -300,6 +338,13 @@ _CUE_WORDS: dict[str, tuple[str, ...]] = {
     # Addressed to whatever processes the text ("whoever summarises this", "when this ticket is
     # processed", "tools that read this page"): the plain-language attack's addressee.
     "processor": _lex(
+        # The reader's own reply addressed: "when you reply", "wenn Sie antworten", "quand tu réponds".
+        r"\b(?:when|while|before|after|as|if|once)\s+you\s+(?:reply|respond|answer|summari[sz]e|process|write\s+back|draft|get\s+back)\w*\b",
+        r"\b(?:wenn|bevor|sobald)\s+(?:du|sie)\s+(?:\w+\s+)?(?:antwortest|antworten|zusammenfasst|zusammenfassen)\b|"
+        r"\b(?:quand|lorsque|avant\s+de)\s+(?:tu\s+|vous\s+)?(?:reponds|repondez|repondre|resumes|resumez|resumer)\b|"
+        r"\bcuando\s+(?:respondas|contestes|resumas|responda|conteste)\b|\bquando\s+(?:rispondi|risponderai|riassumi|responder|responderes|resumir)\b|"
+        r"\b(?:als|wanneer)\s+(?:je|u)\s+(?:antwoordt|reageert|samenvat)\b|\b(?:odpowiadajac|streszczajac)\b|"
+        r"\bкогда\s+(?:будешь\s+)?(?:ответ\w*|отвеча\w*)|回复时|回答时|回答する(?:とき|際)|답변할\s*때",
         r"\b(?:whoever|anyone|anybody|everyone|anything|whatever|any\s+(?:agent|tool|bot|program|system|assistant|model|reader|summari[sz]er))\s+(?:who\s+|that\s+|which\s+)?(?:\w+\s+)?(?:reads?|reading|summari[sz]\w*|process\w*|handl\w*|answer\w*|repl\w*|respond\w*|compil\w*|sync\w*|open\w*|review\w*|index\w*|pars\w*|ingest\w*|has\s+(?:access|repo)|with\s+access)\b",
         r"\bif\s+(?:you\s+are|you're)\s+(?:an?\s+)?(?:compiling|summari[sz]ing|reading|processing|parsing|indexing|triaging|answering|automated|ai|bot|program|tool|agent|assistant|model|language\s+model)\b",
         r"\b(?:when|while|before|after|once|as)\s+(?:this|these|the|my)\s+(?:\w+\s+){0,2}(?:gets?|is|are|got)\s+(?:processed|summari[sz]ed|read|parsed|indexed|ingested|synced|imported|handled|triaged|answered|reviewed)\b",
@@ -629,6 +674,8 @@ _REFERENCE_CUES = _ReferenceCues()
 
 _BASE = (
     *CUES,
+    "addressed_lead",
+    "after_address",
     "low_overlap",
     "short",
     "long",
@@ -648,7 +695,7 @@ FEATURE_DIM = HASH_DIM + DENSE_DIM
 
 
 def _own_text(text: str) -> str:
-    return fold(_QUOTATION.sub(" ", visible_text(text)))
+    return fold(_QUOTATION.sub(" ", reader_text(text)))
 
 
 def _segments_of(own: str) -> list[str]:
@@ -718,6 +765,10 @@ def _static_features(
     lead = _LEAD_IN.match(segment) if "imperative_start" not in hits else None
     if lead and cues.hit("imperative_start", segment[lead.end() :]):
         hits["imperative_start"] = 1.0
+    # Addressed to a model or to whatever processes the text, before anything else is said.
+    address = _ADDRESS_LEAD.match(segment)
+    if address and (cues.hit("addressee_ai", address.group()) or cues.hit("processor", address.group())):
+        hits["addressed_lead"] = 1.0
     out = (hashed, hits, len(words))
     if cache:
         with _STATIC_LOCK:
@@ -734,11 +785,14 @@ def segment_features(
     cues: Cues | None = None,
     *,
     table: bool = False,
+    after_address: bool = False,
 ) -> dict[int, float]:
     """Sparse features of one segment; ``context_words`` counts content words over the whole text.
 
     ``cues`` replaces ``CUES`` by the cues of a text this segment is part of (the same hits, faster);
-    ``table`` says most of the text's segments are table rows.
+    ``table`` says most of the text's segments are table rows; ``after_address`` that the segment
+    before this one addresses a model or whatever processes the text ("Note for the AI:" on a line
+    of its own).
     """
     hashed, hits, n_words = _static_features(segment, cues or _REFERENCE_CUES, cache=cues is not None)
     features = dict(hashed)
@@ -752,6 +806,7 @@ def segment_features(
         n_others = len(context_words) - sum(1 for w in own if w in context_words) + shared
         if n_others >= 5 and own:
             dense["low_overlap"] = 1.0 - shared / len(own)
+    dense["after_address"] = 1.0 if after_address else 0.0
     dense["prose_in_table"] = 1.0 if table and not segment.startswith("|") and n_words >= 3 else 0.0
     dense["in_document"] = 1.0 if context_words is not None and len(context_words) >= 12 else 0.0
     dense["short"] = 1.0 if n_words < 5 else 0.0
@@ -800,7 +855,18 @@ def text_segment_features(
             counts[w] = counts.get(w, 0) + 1
     context = counts if len(parts) > 1 else None
     table = len(parts) >= 3 and sum(p.startswith("|") for p in parts) >= 0.6 * len(parts)
-    return [segment_features(s, context, own, cues, table=table) for s, own in zip(parts, owns, strict=True)]
+    addressing = [_addresses(s, cues) for s in parts]
+    return [
+        segment_features(s, context, own, cues, table=table, after_address=n > 0 and addressing[n - 1])
+        for n, (s, own) in enumerate(zip(parts, owns, strict=True))
+    ]
+
+
+def _addresses(segment: str, cues: Cues | None) -> bool:
+    """Whether ``segment`` addresses a model or whatever processes the text: by its opening words,
+    or as a short line naming one ("For the assistant:", "Note to automated readers")."""
+    _, hits, n_words = _static_features(segment, cues or _REFERENCE_CUES, cache=cues is not None)
+    return "addressed_lead" in hits or (n_words <= 8 and ("addressee_ai" in hits or "processor" in hits))
 
 
 @dataclass(frozen=True, slots=True)

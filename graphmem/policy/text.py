@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, Literal
 
-__all__ = ["Channel", "View", "deobfuscate", "fold", "strip_quoted", "views", "visible_text"]
+__all__ = ["Channel", "View", "deobfuscate", "fold", "reader_text", "strip_quoted", "views", "visible_text"]
 
 Channel = Literal["plain", "obfuscated", "hidden", "encoded"]
 
@@ -318,6 +318,31 @@ def visible_text(text: str) -> str:
     text = _MD_LINK.sub(lambda m: f" {m.group(1)} ", text)
     text = _MD_REFDEF.sub(" ", text)
     return _TAG.sub(" ", text)
+
+
+# Attributes a model reading the markup takes as prose: alternative text, titles, labels.
+_PROSE_ATTR = re.compile(r"""\b(?:alt|title|aria-label|placeholder)\s*=\s*(?:"([^"]*)"|'([^']*)')""", re.I)
+
+
+def _own_line(text: str) -> str:
+    return f"\n{text}\n" if text.strip() else " "
+
+
+def _tag_prose(tag: str) -> str:
+    return " ".join(_own_line(a.group(1) or a.group(2) or "") for a in _PROSE_ATTR.finditer(tag)) or " "
+
+
+def reader_text(text: str) -> str:
+    """What a model reading the raw text takes in, as prose: the visible text, and the text of
+    comments, hidden elements, alternative text and link titles, each on a line of its own (a
+    person sees none of it; a model reads all of it). Tags and link targets are removed."""
+    if "<" not in text and "[" not in text:
+        return text  # every pattern below needs one of them
+    text = _HTML_COMMENT.sub(lambda m: _own_line(m.group(1)), text)
+    text = _HIDDEN_ELEMENT.sub(lambda m: _own_line(m.group(2)), text)
+    text = _MD_LINK.sub(lambda m: f" {m.group(1)} {_own_line(m.group(3) or '')}", text)
+    text = _MD_REFDEF.sub(lambda m: _own_line(m.group(2) or ""), text)
+    return _TAG.sub(lambda m: _tag_prose(m.group(0)), text)
 
 
 def strip_quoted(text: str) -> str:
