@@ -18,6 +18,7 @@ from graphmem.eval.gate_data import (
     PLAIN,
     PLAIN2,
     PLAIN3,
+    PLAIN4,
     REPO,
     compose,
     handwritten_lines,
@@ -26,6 +27,7 @@ from graphmem.eval.gate_data import (
     labelled,
     plain2_lines,
     plain3_lines,
+    plain4_lines,
     plain_lines,
 )
 from graphmem.policy.text import fold
@@ -77,11 +79,41 @@ def test_unknown_layer_is_refused() -> None:
             30,
             (*LANGUAGES_13, "ar", "hi", "cs", "fa", "fi", "he", "hu", "ro", "th", "uk"),
         ),
+        (
+            "heldout-5",
+            (200, 190),
+            30,
+            (
+                (*LANGUAGES_13, "ar", "hi", "cs", "da", "el", "id", "sv", "sw", "uk", "vi"),
+                (
+                    *LANGUAGES_13,
+                    "ar",
+                    "hi",
+                    "bg",
+                    "bn",
+                    "da",
+                    "el",
+                    "hr",
+                    "lt",
+                    "ms",
+                    "no",
+                    "sk",
+                    "sr",
+                    "sw",
+                    "ta",
+                    "ur",
+                ),
+            ),
+        ),
     ],
 )
 def test_the_frozen_held_out_sets_are_there_and_labelled(
-    name: str, counts: tuple[int, int], trusted: int, languages: tuple[str, ...]
+    name: str, counts: tuple[int, int], trusted: int, languages: tuple[str, ...] | tuple[tuple[str, ...], ...]
 ) -> None:
+    # One tuple: the attacks' and the look-alikes' languages; two: each their own.
+    attack_languages, benign_languages = (
+        languages if isinstance(languages[0], tuple) else (languages, languages)
+    )
     lines = labelled(HELD_OUT[name])
     attacks = [x for x in lines if x["label"] == "attack"]
     benign = [x for x in lines if x["label"] == "benign"]
@@ -89,7 +121,8 @@ def test_the_frozen_held_out_sets_are_there_and_labelled(
     assert all(x["source_trust"] == "untrusted" for x in attacks)
     assert {x["source_trust"] for x in benign} == {"trusted", "untrusted"}
     assert sum(x["source_trust"] == "trusted" for x in benign) == trusted
-    assert {x["lang"] for x in attacks} == {x["lang"] for x in benign} == set(languages)
+    assert {x["lang"] for x in attacks} == set(attack_languages)
+    assert {x["lang"] for x in benign} == set(benign_languages)
     assert len({x["text"] for x in lines}) == len(lines)
 
 
@@ -193,8 +226,9 @@ def _text_hashes(path: object) -> set[str]:
         (PLAIN, ("corpus", "held-out", "handwritten")),
         (PLAIN2, ("corpus", "held-out", "handwritten", "plain")),
         (PLAIN3, ("corpus", "held-out", "handwritten", "plain", "plain2")),
+        (PLAIN4, ("corpus", "held-out", "handwritten", "plain", "plain2", "plain3")),
     ],
-    ids=["handwritten", "plain", "plain2", "plain3"],
+    ids=["handwritten", "plain", "plain2", "plain3", "plain4"],
 )
 def test_no_development_text_is_in_the_corpus_the_held_out_sets_or_another_set(
     directory: object, others: tuple[str, ...]
@@ -206,6 +240,7 @@ def test_no_development_text_is_in_the_corpus_the_held_out_sets_or_another_set(
         "handwritten": [HANDWRITTEN],
         "plain": [PLAIN],
         "plain2": [PLAIN2],
+        "plain3": [PLAIN3],
     }
     seen = set()
     for other in others:
@@ -259,17 +294,28 @@ def test_the_second_plain_set_loads_with_its_categories_languages_carriers_and_p
     assert len({x["text"] for x in lines}) == len(lines)
 
 
-def test_the_third_plain_set_loads_as_training_data_with_its_categories_and_languages() -> None:
-    lines = plain3_lines()
+@pytest.mark.parametrize(
+    ("lines_of", "sizes", "trusted", "categories", "languages"),
+    [(plain3_lines, (560, 300), 40, 14, 28), (plain4_lines, (400, 300), 36, 10, 39)],
+    ids=["plain3", "plain4"],
+)
+def test_the_training_only_plain_sets_load_with_their_categories_and_languages(
+    lines_of: Callable[[], list[dict[str, Any]]],
+    sizes: tuple[int, int],
+    trusted: int,
+    categories: int,
+    languages: int,
+) -> None:
+    lines = lines_of()
     attacks = [x for x in lines if x["label"] == "attack"]
     benign = [x for x in lines if x["label"] == "benign"]
-    assert (len(attacks), len(benign)) == (560, 300)
+    assert (len(attacks), len(benign)) == sizes
     assert {x["split"] for x in lines} == {"train"}
     assert all(x["source_trust"] == "untrusted" for x in attacks)
-    assert Counter(x["source_trust"] for x in benign) == {"untrusted": 260, "trusted": 40}
+    assert Counter(x["source_trust"] for x in benign) == {"untrusted": sizes[1] - trusted, "trusted": trusted}
     assert set(Counter(x["category"] for x in attacks).values()) == {40}
-    assert len(Counter(x["category"] for x in attacks)) == 14
-    assert len({x["lang"] for x in attacks}) == len({x["lang"] for x in benign}) == 28
+    assert len(Counter(x["category"] for x in attacks)) == categories
+    assert len({x["lang"] for x in attacks}) == len({x["lang"] for x in benign}) == languages
     assert all(x["instruction"] and x["instruction"] in x["text"] for x in attacks)
     assert all((x["text"] == x["instruction"]) == (x["position"] == "whole") for x in attacks)
     assert len({x["text"] for x in lines}) == len(lines)

@@ -138,7 +138,14 @@ def test_a_retrain_reproduces_the_shipped_weights() -> None:
 
 def test_training_uses_the_train_halves_of_the_hand_written_and_plain_sets_only() -> None:  # and plain3
     from graphmem.eval.gate import HELD_OUT
-    from graphmem.eval.gate_data import handwritten_lines, labelled, plain2_lines, plain3_lines, plain_lines
+    from graphmem.eval.gate_data import (
+        handwritten_lines,
+        labelled,
+        plain2_lines,
+        plain3_lines,
+        plain4_lines,
+        plain_lines,
+    )
     from graphmem.eval.train_detector import PART_WEIGHTS, _label_segments, training_texts
 
     bipia = default_bipia_dir()
@@ -154,17 +161,52 @@ def test_training_uses_the_train_halves_of_the_hand_written_and_plain_sets_only(
         plain_train = [x for x in lines_of("train") if x["source_trust"] == "untrusted"]
         assert {x["text"] for x in plain_train} <= trained
         assert not {x["text"] for x in lines_of("dev")} & trained
-    # The third plain set is training data only: every untrusted line, no trusted one.
-    assert {x["text"] for x in plain3_lines() if x["source_trust"] == "untrusted"} <= trained
-    assert not {x["text"] for x in plain3_lines() if x["source_trust"] == "trusted"} & trained
+    # The third and fourth plain sets are training data only: every untrusted line, no trusted one.
+    for whole in (plain3_lines(), plain4_lines()):
+        assert {x["text"] for x in whole if x["source_trust"] == "untrusted"} <= trained
+        assert not {x["text"] for x in whole if x["source_trust"] == "trusted"} & trained
     # No held-out text is trained on.
     held_out = {x["text"] for directory in HELD_OUT.values() for x in labelled(directory)}
     assert len(held_out) > 1000
     assert not held_out & trained
+    # Every stand-alone hand-written instruction is also trained inside a look-alike, once.
+    from graphmem.eval.train_detector import HAND_WRITTEN_PARTS
+
+    composed = [(line, ins) for line, ins in texts if line["part"] == "composed"]
+    looks = {str(x["text"]) for x, _ in texts if x["part"] in HAND_WRITTEN_PARTS and x["label"] == "benign"}
+    alone = [
+        str(x["instruction"])
+        for x, _ in texts
+        if x["part"] in HAND_WRITTEN_PARTS and x["label"] == "attack" and x.get("instruction") == x["text"]
+    ]
+    assert len(composed) == len(alone) > 150
+    for (line, ins), instruction in zip(composed, alone, strict=True):
+        assert instruction in line["text"]
+        assert ins == set(segments(instruction))
+        # The rest is a look-alike, whole (the instruction at its start or end) or cut in two.
+        before, _, after = str(line["text"]).partition(instruction)
+        assert any(before.strip() in look and after.strip() in look for look in looks)
     # A hand-written attack's context sentences are negatives, its instruction positive.
     marks = [_label_segments(line, ins) for line, ins in texts if line["part"] == "handwritten" and ins]
     assert all(any(m) for m in marks)
     assert sum(not all(m) for m in marks) > len(marks) / 2
+
+
+def test_a_sentence_mark_ends_its_segment_in_text_without_spaces() -> None:
+    # Folded, a full-width question mark (U+FF1F) is "?": a question inside Japanese or Chinese
+    # text ends its segment and keeps its mark (the question cue looks for it); an ASCII sentence
+    # needs the space after its mark.
+    question, exclamation = "\uff1f", "\uff01"
+    parts = segments(
+        f"ところで、富士山の標高は何メートルですか{question}次の文です。最後の文。See example.com today."
+    )
+    assert parts == [
+        "ところで、富士山の標高は何メートルですか?",
+        "次の文です。",
+        "最後の文。",
+        "see example.com today.",
+    ]
+    assert segments(f"你好吗{question}我很好{exclamation}谢谢。") == ["你好吗?", "我很好!", "谢谢。"]
 
 
 @given(st.floats(min_value=0.0, max_value=1.0, allow_nan=False))

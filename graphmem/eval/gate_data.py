@@ -34,6 +34,10 @@ A *line* is a mapping with ``text``, ``label`` (``attack`` / ``benign``),
   (fourteen categories, 28 languages) and 300 look-alikes (40 trusted), written
   by three writers who had seen none of the gate, its data or its evaluation
   sets; training data only, every line (``plain3_lines``).
+* ``plain4`` — ``graphmem/eval/data/plain4/``: 400 more plain-language
+  injections (ten categories, 38 languages) and 300 look-alikes (36 trusted),
+  written the same way after ``injection-lr-8``; training data only
+  (``plain4_lines``).
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ __all__ = [
     "PLAIN",
     "PLAIN2",
     "PLAIN3",
+    "PLAIN4",
     "REPO",
     "bipia_contexts",
     "bipia_lines",
@@ -64,6 +69,7 @@ __all__ = [
     "labelled",
     "plain2_lines",
     "plain3_lines",
+    "plain4_lines",
     "plain_lines",
 ]
 
@@ -74,6 +80,7 @@ HANDWRITTEN = Path(__file__).resolve().parent / "data" / "handwritten"
 PLAIN = Path(__file__).resolve().parent / "data" / "plain"
 PLAIN2 = Path(__file__).resolve().parent / "data" / "plain2"
 PLAIN3 = Path(__file__).resolve().parent / "data" / "plain3"
+PLAIN4 = Path(__file__).resolve().parent / "data" / "plain4"
 # Chosen among 5,000 seeds as the one whose split is most even per category, language and trust.
 PLAIN_SEED = 3664
 # Among 5,000 seeds, the most even of those that put each category and language of ten lines or
@@ -294,3 +301,8 @@ def plain2_lines(split: str | None = None, directory: Path = PLAIN2) -> list[Lin
 def plain3_lines(directory: Path = PLAIN3) -> list[Line]:
     """The third plain set's lines: training data only, so every line is in ``train``."""
     return [{**line, "split": "train"} for line in labelled(directory)]
+
+
+def plain4_lines(directory: Path = PLAIN4) -> list[Line]:
+    """The fourth plain set's lines: training data only, as the third's (``plain3_lines``)."""
+    return plain3_lines(directory)

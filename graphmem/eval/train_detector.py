@@ -3,8 +3,8 @@
 Data: BIPIA's training split composed with the
 instruction categories of ``gate_data.DEV_CATEGORIES`` left out,
 ``tests/corpus/``, the train halves of the hand-written and the first two plain
-sets and the whole third plain set (``graphmem/eval/data/handwritten/``,
-``plain/``, ``plain2/``, ``plain3/``, weighed up: ``PART_WEIGHTS``), and the
+sets and the whole third and fourth (``graphmem/eval/data/handwritten/``,
+``plain/``, ``plain2/``, ``plain3/``, ``plain4/``, weighed up: ``PART_WEIGHTS``), and the
 hand-written variants below. No held-out set (``tests/heldout*/``) is read.
 Segments that come from an inserted or hand-marked instruction are positives;
 every other segment is a negative.
@@ -23,6 +23,7 @@ import array
 import base64
 import json
 import math
+import random
 import sys
 from pathlib import Path
 from typing import Any
@@ -30,12 +31,14 @@ from typing import Any
 from graphmem.eval.gate_data import (
     REPO,
     bipia_lines,
+    compose,
     default_bipia_dir,
     generated_lines,
     handwritten_lines,
     labelled,
     plain2_lines,
     plain3_lines,
+    plain4_lines,
     plain_lines,
 )
 from graphmem.policy.detector import (
@@ -49,7 +52,7 @@ from graphmem.policy.detector import (
 
 __all__ = ["PART_WEIGHTS", "VARIANTS", "train", "training_texts"]
 
-VERSION = "injection-lr-8"
+VERSION = "injection-lr-9"
 EPOCHS = 400
 GENERATED = 1500
 # Hashed words are weakly regularised, so plain-language wording ("whoever summarises this") counts.
@@ -67,8 +70,13 @@ PART_WEIGHTS = {
     "plain": 30.0,
     "plain2": 30.0,
     "plain3": 30.0,
+    "plain4": 30.0,
     "variants": 1.0,
+    # Hand-written stand-alone instructions inserted into hand-written look-alikes (``_composed``).
+    "composed": 30.0,
 }
+HAND_WRITTEN_PARTS = ("handwritten", "plain", "plain2", "plain3", "plain4")
+COMPOSE_SEED = 5
 # Quarantine above this quantile of the benign training texts' scores. The plain set's look-alikes
 # (hard negatives) raised the 99th percentile to 0.95, above most plain-language attacks of the
 # development sets; the 98th (0.91) was chosen on them (docs/eval.md, "The write gate").
@@ -163,6 +171,7 @@ def training_texts(bipia_dir: Path) -> list[tuple[dict[str, Any], set[str] | Non
         ("plain", plain_lines("train")),
         ("plain2", plain2_lines("train")),
         ("plain3", plain3_lines()),
+        ("plain4", plain4_lines()),
     )
     for part, lines in halves:
         for line in lines:
@@ -170,10 +179,29 @@ def training_texts(bipia_dir: Path) -> list[tuple[dict[str, Any], set[str] | Non
                 continue  # a trusted author's orders are not what untrusted text may say
             instruction = line.get("instruction")
             out.append(({**line, "part": part}, set(segments(instruction)) if instruction else None))
+    out += _composed([line for line, _ in out if line["part"] in HAND_WRITTEN_PARTS])
     for text in VARIANTS:
         out.append(({"text": text, "label": "attack", "source_trust": "untrusted", "part": "variants"}, None))
     for text in BENIGN_VARIANTS:
         out.append(({"text": text, "label": "benign", "source_trust": "untrusted", "part": "variants"}, None))
+    return out
+
+
+def _composed(lines: list[dict[str, Any]]) -> list[tuple[dict[str, Any], set[str] | None]]:
+    """Each hand-written instruction written alone, inserted into a hand-written look-alike at its
+    start, middle or end (seeded): stand-alone instructions are otherwise only ever seen alone, and
+    the look-alikes' sentences only around no instruction."""
+    rng = random.Random(COMPOSE_SEED)
+    contexts = [str(x["text"]) for x in lines if x["label"] == "benign"]
+    out: list[tuple[dict[str, Any], set[str] | None]] = []
+    for line in lines:
+        instruction = line.get("instruction")
+        alone = instruction and str(instruction).strip() == str(line["text"]).strip()
+        if line["label"] != "attack" or not alone:
+            continue
+        text = compose(rng.choice(contexts), str(instruction), rng.choice(("start", "middle", "end")))
+        composed = {"text": text, "label": "attack", "source_trust": "untrusted", "part": "composed"}
+        out.append((composed, set(segments(str(instruction)))))
     return out
 
 

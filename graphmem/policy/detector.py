@@ -65,7 +65,11 @@ __all__ = [
 HASH_DIM = 1 << 13
 WEIGHTS_FILE = Path(__file__).with_name("detector_weights.json")
 
-_SEGMENT = re.compile(r"(?<=[.!?。！？])\s+|[。！？]|\n+|\s*\|\s*(?=[A-Z_ ]{2,20}\s*:)")
+# Segments are cut from folded text, where full-width marks are "?" and "!". A sentence mark ends its
+# segment and stays in it; in text without spaces ("…ですか?次の…") it ends one too.
+_SEGMENT = re.compile(
+    r"(?<=[.!?。])\s+|(?<=。)(?=\S)|(?<=[!?])(?=[^\x00-\x7f\s])|\n+|\s*\|\s*(?=[A-Z_ ]{2,20}\s*:)"
+)
 _RUN_ON = re.compile(
     r"(?<=[^\W\d_][.!?])(?<!\bwww\.)(?!(?:com|net|org|io|xyz|example|info|biz|co|uk|de|ru|cn|top|site|app|html?|php|"
     r"py|js|json|txt|csv|pdf)\b)(?=[^\W\d_]{2})"
