@@ -19,6 +19,7 @@ from graphmem.eval.gate_data import (
     PLAIN2,
     PLAIN3,
     PLAIN4,
+    PLAIN5,
     REPO,
     compose,
     handwritten_lines,
@@ -28,6 +29,7 @@ from graphmem.eval.gate_data import (
     plain2_lines,
     plain3_lines,
     plain4_lines,
+    plain5_lines,
     plain_lines,
 )
 from graphmem.policy.text import fold
@@ -102,6 +104,20 @@ def test_unknown_layer_is_refused() -> None:
                     "sw",
                     "ta",
                     "ur",
+                ),
+            ),
+        ),
+        (
+            "heldout-6",
+            (200, 190),
+            30,
+            (
+                (*LANGUAGES_13, "ar", "hi", *"ca fil ms sk sv sw uk vi".split()),
+                (
+                    *LANGUAGES_13,
+                    "ar",
+                    "hi",
+                    *"bn ca cs da el fi he hr hu id ms nb ro sk sv sw ta th tl uk ur vi".split(),
                 ),
             ),
         ),
@@ -227,8 +243,9 @@ def _text_hashes(path: object) -> set[str]:
         (PLAIN2, ("corpus", "held-out", "handwritten", "plain")),
         (PLAIN3, ("corpus", "held-out", "handwritten", "plain", "plain2")),
         (PLAIN4, ("corpus", "held-out", "handwritten", "plain", "plain2", "plain3")),
+        (PLAIN5, ("corpus", "held-out", "handwritten", "plain", "plain2", "plain3", "plain4")),
     ],
-    ids=["handwritten", "plain", "plain2", "plain3", "plain4"],
+    ids=["handwritten", "plain", "plain2", "plain3", "plain4", "plain5"],
 )
 def test_no_development_text_is_in_the_corpus_the_held_out_sets_or_another_set(
     directory: object, others: tuple[str, ...]
@@ -241,6 +258,7 @@ def test_no_development_text_is_in_the_corpus_the_held_out_sets_or_another_set(
         "plain": [PLAIN],
         "plain2": [PLAIN2],
         "plain3": [PLAIN3],
+        "plain4": [PLAIN4],
     }
     seen = set()
     for other in others:
@@ -296,14 +314,18 @@ def test_the_second_plain_set_loads_with_its_categories_languages_carriers_and_p
 
 @pytest.mark.parametrize(
     ("lines_of", "sizes", "trusted", "categories", "languages"),
-    [(plain3_lines, (560, 300), 40, 14, 28), (plain4_lines, (400, 300), 36, 10, 39)],
-    ids=["plain3", "plain4"],
+    [
+        (plain3_lines, (560, 300), 40, (14, 40), 28),
+        (plain4_lines, (400, 300), 36, (10, 40), 39),
+        (plain5_lines, (600, 360), 40, (10, 60), 38),
+    ],
+    ids=["plain3", "plain4", "plain5"],
 )
 def test_the_training_only_plain_sets_load_with_their_categories_and_languages(
     lines_of: Callable[[], list[dict[str, Any]]],
     sizes: tuple[int, int],
     trusted: int,
-    categories: int,
+    categories: tuple[int, int],
     languages: int,
 ) -> None:
     lines = lines_of()
@@ -313,8 +335,9 @@ def test_the_training_only_plain_sets_load_with_their_categories_and_languages(
     assert {x["split"] for x in lines} == {"train"}
     assert all(x["source_trust"] == "untrusted" for x in attacks)
     assert Counter(x["source_trust"] for x in benign) == {"untrusted": sizes[1] - trusted, "trusted": trusted}
-    assert set(Counter(x["category"] for x in attacks).values()) == {40}
-    assert len(Counter(x["category"] for x in attacks)) == categories
+    # (how many categories, how many attacks each)
+    assert len(Counter(x["category"] for x in attacks)) == categories[0]
+    assert set(Counter(x["category"] for x in attacks).values()) == {categories[1]}
     assert len({x["lang"] for x in attacks}) == len({x["lang"] for x in benign}) == languages
     assert all(x["instruction"] and x["instruction"] in x["text"] for x in attacks)
     assert all((x["text"] == x["instruction"]) == (x["position"] == "whole") for x in attacks)

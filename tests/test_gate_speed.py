@@ -176,7 +176,9 @@ def _texts(directory: Path) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("directory", ["corpus", "heldout", "heldout2", "heldout3", "heldout4", "heldout5"])
+@pytest.mark.parametrize(
+    "directory", ["corpus", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6"]
+)
 def test_fast_scan_equals_reference_on_repository_sets(directory: str) -> None:
     for text in _texts(ROOT / directory):
         assert_same(text)
@@ -440,7 +442,9 @@ def assert_same_cues(text: str) -> None:
     ), text[:200]
 
 
-@pytest.mark.parametrize("directory", ["corpus", "heldout", "heldout2", "heldout3", "heldout4", "heldout5"])
+@pytest.mark.parametrize(
+    "directory", ["corpus", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6"]
+)
 def test_cue_hits_equal_the_whole_regexes_on_repository_sets(directory: str) -> None:
     for text in _texts(ROOT / directory):
         assert_same_cues(text)

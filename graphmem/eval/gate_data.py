@@ -38,6 +38,10 @@ A *line* is a mapping with ``text``, ``label`` (``attack`` / ``benign``),
   injections (ten categories, 38 languages) and 300 look-alikes (36 trusted),
   written the same way after ``injection-lr-8``; training data only
   (``plain4_lines``).
+* ``plain5`` — ``graphmem/eval/data/plain5/``: 600 plain-language injections
+  phrased as statements, decisions, conditions and wishes (ten categories, 38
+  languages) and 360 look-alikes (40 trusted), written the same way after
+  ``injection-lr-9``; training data only (``plain5_lines``).
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ __all__ = [
     "PLAIN2",
     "PLAIN3",
     "PLAIN4",
+    "PLAIN5",
     "REPO",
     "bipia_contexts",
     "bipia_lines",
@@ -70,6 +75,7 @@ __all__ = [
     "plain2_lines",
     "plain3_lines",
     "plain4_lines",
+    "plain5_lines",
     "plain_lines",
 ]
 
@@ -81,6 +87,7 @@ PLAIN = Path(__file__).resolve().parent / "data" / "plain"
 PLAIN2 = Path(__file__).resolve().parent / "data" / "plain2"
 PLAIN3 = Path(__file__).resolve().parent / "data" / "plain3"
 PLAIN4 = Path(__file__).resolve().parent / "data" / "plain4"
+PLAIN5 = Path(__file__).resolve().parent / "data" / "plain5"
 # Chosen among 5,000 seeds as the one whose split is most even per category, language and trust.
 PLAIN_SEED = 3664
 # Among 5,000 seeds, the most even of those that put each category and language of ten lines or
@@ -305,4 +312,9 @@ def plain3_lines(directory: Path = PLAIN3) -> list[Line]:
 
 def plain4_lines(directory: Path = PLAIN4) -> list[Line]:
     """The fourth plain set's lines: training data only, as the third's (``plain3_lines``)."""
+    return plain3_lines(directory)
+
+
+def plain5_lines(directory: Path = PLAIN5) -> list[Line]:
+    """The fifth plain set's lines: training data only, as the third's (``plain3_lines``)."""
     return plain3_lines(directory)

@@ -4,7 +4,7 @@ Data: BIPIA's training split composed with the
 instruction categories of ``gate_data.DEV_CATEGORIES`` left out,
 ``tests/corpus/``, the train halves of the hand-written and the first two plain
 sets and the whole third and fourth (``graphmem/eval/data/handwritten/``,
-``plain/``, ``plain2/``, ``plain3/``, ``plain4/``, weighed up: ``PART_WEIGHTS``), and the
+``plain/`` to ``plain4/``, weighed up: ``PART_WEIGHTS``), and the
 hand-written variants below. No held-out set (``tests/heldout*/``) is read.
 Segments that come from an inserted or hand-marked instruction are positives;
 every other segment is a negative.
