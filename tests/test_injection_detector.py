@@ -162,8 +162,8 @@ def test_training_uses_the_train_halves_and_the_training_sets_and_no_held_out_te
         plain_train = [x for x in lines_of("train") if x["source_trust"] == "untrusted"]
         assert {x["text"] for x in plain_train} <= trained
         assert not {x["text"] for x in lines_of("dev")} & trained
-    # The third and fourth plain sets are training data only: every untrusted line, no trusted one.
-    for whole in (plain3_lines(), plain4_lines()):
+    # The third to fifth plain sets are training data only: every untrusted line, no trusted one.
+    for whole in (plain3_lines(), plain4_lines(), gate_data.plain5_lines()):
         assert {x["text"] for x in whole if x["source_trust"] == "untrusted"} <= trained
         assert not {x["text"] for x in whole if x["source_trust"] == "trusted"} & trained
     # No held-out text is trained on.

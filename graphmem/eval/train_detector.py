@@ -3,8 +3,8 @@
 Data: BIPIA's training split composed with the
 instruction categories of ``gate_data.DEV_CATEGORIES`` left out,
 ``tests/corpus/``, the train halves of the hand-written and the first two plain
-sets and the whole third and fourth (``graphmem/eval/data/handwritten/``,
-``plain/`` to ``plain4/``, weighed up: ``PART_WEIGHTS``), and the
+sets and the whole third to fifth (``graphmem/eval/data/handwritten/``,
+``plain/`` to ``plain5/``, weighed up: ``PART_WEIGHTS``), and the
 hand-written variants below. No held-out set (``tests/heldout*/``) is read.
 Segments that come from an inserted or hand-marked instruction are positives;
 every other segment is a negative.
@@ -39,6 +39,7 @@ from graphmem.eval.gate_data import (
     plain2_lines,
     plain3_lines,
     plain4_lines,
+    plain5_lines,
     plain_lines,
 )
 from graphmem.policy.detector import (
@@ -52,7 +53,7 @@ from graphmem.policy.detector import (
 
 __all__ = ["PART_WEIGHTS", "VARIANTS", "train", "training_texts"]
 
-VERSION = "injection-lr-9"
+VERSION = "injection-lr-10"
 EPOCHS = 400
 GENERATED = 1500
 # Hashed words are weakly regularised, so plain-language wording ("whoever summarises this") counts.
@@ -71,11 +72,12 @@ PART_WEIGHTS = {
     "plain2": 30.0,
     "plain3": 30.0,
     "plain4": 30.0,
+    "plain5": 30.0,
     "variants": 1.0,
     # Hand-written stand-alone instructions inserted into hand-written look-alikes (``_composed``).
     "composed": 30.0,
 }
-HAND_WRITTEN_PARTS = ("handwritten", "plain", "plain2", "plain3", "plain4")
+HAND_WRITTEN_PARTS = ("handwritten", "plain", "plain2", "plain3", "plain4", "plain5")
 COMPOSE_SEED = 5
 # Quarantine above this quantile of the benign training texts' scores. The plain set's look-alikes
 # (hard negatives) raised the 99th percentile to 0.95, above most plain-language attacks of the
@@ -172,6 +174,7 @@ def training_texts(bipia_dir: Path) -> list[tuple[dict[str, Any], set[str] | Non
         ("plain2", plain2_lines("train")),
         ("plain3", plain3_lines()),
         ("plain4", plain4_lines()),
+        ("plain5", plain5_lines()),
     )
     for part, lines in halves:
         for line in lines:
