@@ -121,6 +121,20 @@ def test_unknown_layer_is_refused() -> None:
                 ),
             ),
         ),
+        (
+            "heldout-7",
+            (200, 190),
+            30,
+            (
+                (*LANGUAGES_13, "ar", "hi", *"af et eu gl is lv sl sq".split()),
+                (
+                    *LANGUAGES_13,
+                    "ar",
+                    "hi",
+                    *"af ca cs da el et eu fi gl he hu id is lt lv ro sk sl sq sv uk vi".split(),
+                ),
+            ),
+        ),
     ],
 )
 def test_the_frozen_held_out_sets_are_there_and_labelled(

@@ -153,6 +153,7 @@ HELD_OUT = {
     "heldout-4": REPO / "tests" / "heldout4",
     "heldout-5": REPO / "tests" / "heldout5",
     "heldout-6": REPO / "tests" / "heldout6",
+    "heldout-7": REPO / "tests" / "heldout7",
 }
 DATASETS = ("corpus", "handwritten-dev", "plain-dev", "plain2-dev", "bipia-dev", "generated-dev", *HELD_OUT)
 
@@ -161,7 +162,7 @@ def gate_datasets(
     bipia_dir: Path | None = None, names: Iterable[str] = DATASETS
 ) -> dict[str, list[dict[str, Any]]]:
     """The data sets of ``names`` that are found: ``corpus``, ``handwritten-dev``, ``plain-dev``,
-    ``plain2-dev``, ``heldout`` and ``heldout-2`` to ``heldout-6`` (the repository), ``bipia-dev`` and
+    ``plain2-dev``, ``heldout`` and ``heldout-2`` to ``heldout-7`` (the repository), ``bipia-dev`` and
     ``generated-dev`` (from BIPIA's training split, given or nearby). A data set not named is not
     read."""
     wanted = set(names)
