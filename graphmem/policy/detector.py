@@ -91,7 +91,9 @@ def _lex(*words: str) -> tuple[str, ...]:
     return words
 
 
-# Each cue is a folded-text pattern; languages: en, de, fr, es, pt, it, nl, pl, tr, ru, zh, ja, ko.
+# Each cue is a folded-text pattern; languages: en, de, fr, es, pt, it, nl, pl, tr, ru, zh, ja, ko,
+# and for some (the AI addressee, imperatives) ar, uk, cs, sk, sv, da, no, fi, hu, ro, id, vi, el, he,
+# hi, fa and th too.
 _CUE_WORDS: dict[str, tuple[str, ...]] = {
     "addressee_ai": _lex(
         r"\b(?:ai|a\.i\.|ais|llms?|chatbots?|bot|bots|assistants?|language\s+models?|ai\s+models?|gpt|copilots?)\b",
