@@ -79,6 +79,7 @@ _LEAD_IN = re.compile(r"^(?:[^\W\d_]+\.?\s+){0,4}[^\W\d_]+\s*[:,]\s*")
 # A segment's opening words up to a colon or comma, full-width ones too ("für den assistenten:",
 # "note for automated readers:", "@assistant heads up,"): whom the segment addresses, if anyone.
 _ADDRESS_LEAD = re.compile(r"^(?:[^\s:：,，]+\s+){0,7}[^\s:：,，]+\s*[:：,，]")
+_ADDRESSEES = ("addressee_ai", "processor")  # the cues that name whom a lead-in addresses
 _WORD = re.compile(r"[^\W\d_]+(?:'[a-z]+)?", re.U)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]+")
 _CONTENT_MIN = 4
@@ -664,6 +665,9 @@ class _TextCues:
     def hit(self, name: str, segment: str) -> bool:
         return bool(self.bits(segment, _CUE_BIT[name]))
 
+    def hit_any(self, names: tuple[str, ...], segment: str) -> bool:
+        return bool(self.bits(segment, reduce(operator.or_, map(_CUE_BIT.__getitem__, names))))
+
 
 class _ReferenceCues:
     """Every cue by its whole regex."""
@@ -673,6 +677,9 @@ class _ReferenceCues:
 
     def hit(self, name: str, segment: str) -> bool:
         return CUES[name].search(segment) is not None
+
+    def hit_any(self, names: tuple[str, ...], segment: str) -> bool:
+        return any(CUES[name].search(segment) is not None for name in names)
 
 
 Cues = _TextCues | _ReferenceCues
@@ -773,7 +780,7 @@ def _static_features(
         hits["imperative_start"] = 1.0
     # Addressed to a model or to whatever processes the text, before anything else is said.
     address = _ADDRESS_LEAD.match(segment)
-    if address and (cues.hit("addressee_ai", address.group()) or cues.hit("processor", address.group())):
+    if address and cues.hit_any(_ADDRESSEES, address.group()):
         hits["addressed_lead"] = 1.0
     out = (hashed, hits, len(words))
     if cache:
@@ -872,7 +879,7 @@ def _addresses(segment: str, cues: Cues | None) -> bool:
     """Whether ``segment`` addresses a model or whatever processes the text: by its opening words,
     or as a short line naming one ("For the assistant:", "Note to automated readers")."""
     _, hits, n_words = _static_features(segment, cues or _REFERENCE_CUES, cache=cues is not None)
-    return "addressed_lead" in hits or (n_words <= 8 and ("addressee_ai" in hits or "processor" in hits))
+    return "addressed_lead" in hits or (n_words <= 8 and any(name in hits for name in _ADDRESSEES))
 
 
 @dataclass(frozen=True, slots=True)

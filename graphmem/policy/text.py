@@ -309,15 +309,25 @@ def _hidden(text: str) -> Iterator[tuple[str, str]]:
         yield "tag_characters", smuggled
 
 
-def visible_text(text: str) -> str:
-    """What a person reading the rendered text sees: comments, tags and link targets removed."""
+def _prose(text: str, hidden: Callable[[str], str], tag: Callable[[str], str]) -> str:
+    """``text`` with markup taken out: what ``hidden`` makes of each comment, hidden element, link
+    title and reference title, what ``tag`` makes of each tag, and each link's text kept."""
     if "<" not in text and "[" not in text:
         return text  # every pattern below needs one of them
-    text = _HTML_COMMENT.sub(" ", text)
-    text = _HIDDEN_ELEMENT.sub(" ", text)
-    text = _MD_LINK.sub(lambda m: f" {m.group(1)} ", text)
-    text = _MD_REFDEF.sub(" ", text)
-    return _TAG.sub(" ", text)
+    text = _HTML_COMMENT.sub(lambda m: hidden(m.group(1)), text)
+    text = _HIDDEN_ELEMENT.sub(lambda m: hidden(m.group(2)), text)
+    text = _MD_LINK.sub(lambda m: f" {m.group(1)} {hidden(m.group(3) or '')}", text)
+    text = _MD_REFDEF.sub(lambda m: hidden(m.group(2) or ""), text)
+    return _TAG.sub(lambda m: tag(m.group(0)), text)
+
+
+def _nothing(_: str) -> str:
+    return " "
+
+
+def visible_text(text: str) -> str:
+    """What a person reading the rendered text sees: comments, tags and link targets removed."""
+    return _prose(text, _nothing, _nothing)
 
 
 # Attributes a model reading the markup takes as prose: alternative text, titles, labels.
@@ -336,13 +346,7 @@ def reader_text(text: str) -> str:
     """What a model reading the raw text takes in, as prose: the visible text, and the text of
     comments, hidden elements, alternative text and link titles, each on a line of its own (a
     person sees none of it; a model reads all of it). Tags and link targets are removed."""
-    if "<" not in text and "[" not in text:
-        return text  # every pattern below needs one of them
-    text = _HTML_COMMENT.sub(lambda m: _own_line(m.group(1)), text)
-    text = _HIDDEN_ELEMENT.sub(lambda m: _own_line(m.group(2)), text)
-    text = _MD_LINK.sub(lambda m: f" {m.group(1)} {_own_line(m.group(3) or '')}", text)
-    text = _MD_REFDEF.sub(lambda m: _own_line(m.group(2) or ""), text)
-    return _TAG.sub(lambda m: _tag_prose(m.group(0)), text)
+    return _prose(text, _own_line, _tag_prose)
 
 
 def strip_quoted(text: str) -> str:
