@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from graphmem.eval.gate import _latency_text
 from graphmem.eval.gate_data import bipia_lines, default_bipia_dir, jsonl_lines
 from graphmem.policy import detector as detector_mod
 from graphmem.policy import engine as engine_mod
@@ -363,9 +364,13 @@ def test_secret_findings_equal_the_reference_on_generated_texts(text: str) -> No
 
 
 def test_detector_scores_equal_the_reference() -> None:
+    """The NumPy score of all segments at once is the sum of each segment's sparse features."""
     detector = load_detector()
-    for text in _texts(ROOT / "corpus")[:300] + _texts(ROOT / "heldout"):
-        assert detector.score(text) == detector.score(text, reference=True)
+    texts = _texts(ROOT / "corpus")[:300] + _texts(ROOT / "heldout") + _texts(ROOT / "heldout7")
+    for text in [*texts, *(_latency_text(n) for n in range(40)), "", "...", "| a | b |\n| c | d |"]:
+        fast, reference = detector.score(text), detector.score(text, reference=True)
+        assert fast.segment == reference.segment, text[:200]
+        assert fast.probability == pytest.approx(reference.probability, rel=1e-12, abs=1e-15), text[:200]
 
 
 @settings(max_examples=300, deadline=None)
@@ -428,8 +433,7 @@ def _cue_hits(text: str) -> list[tuple[dict[str, float], dict[str, float]]]:
         lead = detector_mod._LEAD_IN.match(segment)
         if lead:
             after = segment[lead.end() :]
-            fast = {n: 1.0 for n in detector_mod.CUES if cues.hit(n, after)}
-            out.append((fast, reference.hits(after)))
+            out.append((cues.hits(after), reference.hits(after)))
     return out
 
 

@@ -34,12 +34,15 @@ import zlib
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import cache, lru_cache, reduce
-from itertools import repeat
+from functools import cache, cached_property, lru_cache, reduce
+from itertools import chain, repeat
 from pathlib import Path
 from re import _constants as sre_c  # type: ignore[attr-defined]
 from re import _parser as sre_parse  # type: ignore[attr-defined]
 from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
 
 from graphmem.errors import GraphmemError
 from graphmem.policy.prefilter import (
@@ -662,24 +665,21 @@ class _TextCues:
         found = self.bits(segment)
         return {name: 1.0 for name, bit in _CUE_BIT.items() if found & bit}
 
-    def hit(self, name: str, segment: str) -> bool:
-        return bool(self.bits(segment, _CUE_BIT[name]))
-
-    def hit_any(self, names: tuple[str, ...], segment: str) -> bool:
-        return bool(self.bits(segment, reduce(operator.or_, map(_CUE_BIT.__getitem__, names))))
-
 
 class _ReferenceCues:
     """Every cue by its whole regex."""
 
+    def bits(self, segment: str, wanted: int = _CUE_MASK) -> int:
+        found = 0
+        for name, pattern in CUES.items():
+            bit = _CUE_BIT[name]
+            if bit & wanted and pattern.search(segment):
+                found |= bit
+        return found
+
     def hits(self, segment: str) -> dict[str, float]:
-        return {name: 1.0 for name, pattern in CUES.items() if pattern.search(segment)}
-
-    def hit(self, name: str, segment: str) -> bool:
-        return CUES[name].search(segment) is not None
-
-    def hit_any(self, names: tuple[str, ...], segment: str) -> bool:
-        return any(CUES[name].search(segment) is not None for name in names)
+        found = self.bits(segment)
+        return {name: 1.0 for name, bit in _CUE_BIT.items() if found & bit}
 
 
 Cues = _TextCues | _ReferenceCues
@@ -703,6 +703,8 @@ _BASE = (
 _PAIRS = tuple((a, b) for i, a in enumerate(_BASE) for b in _BASE[i + 1 :])
 _DENSE = (*_BASE, *(f"{a}*{b}" for a, b in _PAIRS))
 _PAIR_INDEX = {(_BASE.index(a), _BASE.index(b)): HASH_DIM + len(_BASE) + k for k, (a, b) in enumerate(_PAIRS)}
+_PAIR_LEFT = np.asarray([_BASE.index(a) for a, _ in _PAIRS], dtype=np.intp)
+_PAIR_RIGHT = np.asarray([_BASE.index(b) for _, b in _PAIRS], dtype=np.intp)
 DENSE_DIM = len(_DENSE)
 FEATURE_DIM = HASH_DIM + DENSE_DIM
 
@@ -726,11 +728,17 @@ def segments(text: str) -> list[str]:
     return _segments_of(_own_text(text))
 
 
+def _own_words(words: list[str], runs: list[str]) -> set[str]:
+    """A segment's content words: its words of ``_CONTENT_MIN`` letters or more, and the character
+    bigrams of its CJK runs."""
+    out = {w for w in words if len(w) >= _CONTENT_MIN}
+    for run in runs:
+        out.update(run[i : i + 2] for i in range(len(run) - 1))
+    return out
+
+
 def _content_words(segment: str) -> set[str]:
-    words = {w for w in _WORD.findall(segment) if len(w) >= _CONTENT_MIN}
-    for run in _CJK.findall(segment):
-        words.update(run[i : i + 2] for i in range(len(run) - 1))
-    return words
+    return _own_words(_WORD.findall(segment), _CJK.findall(segment))
 
 
 @lru_cache(maxsize=1 << 16)
@@ -746,43 +754,114 @@ def _gram_buckets(word: str) -> tuple[int, ...]:
     return tuple(_bucket("#" + padded[k : k + 4]) for k in range(len(padded) - 3))
 
 
-_STATIC_CACHE: dict[str, tuple[dict[int, float], dict[str, float], int]] = {}
+def _token_buckets(words: list[str], runs: list[str]) -> list[int]:
+    """The hash bucket of each of a segment's tokens, first seen first: each word and the word bigram
+    ending in it ("^" begins the segment, "$" ends it), the character bigrams of CJK runs, then each
+    word's character 4-grams."""
+    ends = [*words, "$"]
+    tokens = [""] * (2 * len(ends))
+    tokens[0::2] = ends
+    tokens[1::2] = map("{} {}".format, ["^", *words], ends)
+    for run in runs:
+        tokens += [run[k : k + 2] for k in range(len(run) - 1)]
+    buckets = list(map(_bucket, tokens))
+    buckets += chain.from_iterable(map(_gram_buckets, words))
+    return buckets
+
+
+_IMPERATIVE = _CUE_BIT["imperative_start"]
+_ADDRESSEE_BITS = reduce(operator.or_, map(_CUE_BIT.__getitem__, _ADDRESSEES))
+
+
+def _cue_state(segment: str, cues: Cues) -> tuple[int, bool]:
+    """The bits of the cues ``segment`` has, and whether its lead-in addresses a model or a processor."""
+    found = cues.bits(segment)
+    # "Assistant, translate…", "Hi David, please send…": the imperative after a short salutation.
+    if not found & _IMPERATIVE:
+        lead = _LEAD_IN.match(segment)
+        if lead and cues.bits(segment[lead.end() :], _IMPERATIVE):
+            found |= _IMPERATIVE
+    # Addressed to a model or to whatever processes the text, before anything else is said.
+    address = _ADDRESS_LEAD.match(segment)
+    return found, bool(address and cues.bits(address.group(), _ADDRESSEE_BITS))
+
+
+def _addresses(found: int, addressed: bool, n_words: int) -> bool:
+    """Whether a segment addresses a model or whatever processes the text: by its opening words,
+    or as a short line naming one ("For the assistant:", "Note to automated readers")."""
+    return addressed or (n_words <= 8 and bool(found & _ADDRESSEE_BITS))
+
+
+_CUE_COUNT = len(CUES)
+_COLUMN = {name: k for k, name in enumerate(_BASE)}
+(_YOUR_OUTPUT, _ADDRESSEE_AI, _YOU_MODAL, _MEMORY_WRITE, _AUTHORITY, _QUESTION) = (
+    _COLUMN[name]
+    for name in ("your_output", "addressee_ai", "you_modal", "memory_write", "authority", "question")
+)
+_IMPERATIVE_COLUMN = _COLUMN["imperative_start"]
+
+
+def _dense(
+    found: int,
+    addressed: bool,
+    n_words: int,
+    own: set[str],
+    context_words: dict[str, int] | None,
+    *,
+    prose_in_table: bool,
+    after_address: bool,
+) -> list[float]:
+    """The hand-designed features of a segment, in ``_BASE`` order."""
+    dense = [1.0 if found >> k & 1 else 0.0 for k in range(_CUE_COUNT)]
+    # "others" are the words of the rest of the text: context words not in this segment, and this
+    # segment's words that occur elsewhere too. Counted without building the set: its size is
+    # len(context) - (own words in context) + shared, and its overlap with own is shared.
+    low_overlap = 0.0
+    if context_words is not None:
+        shared = sum(1 for w in own if context_words.get(w, 0) > 1)
+        n_others = len(context_words) - len(own & context_words.keys()) + shared
+        if n_others >= 5 and own:
+            low_overlap = 1.0 - shared / len(own)
+    in_document = 1.0 if context_words is not None and len(context_words) >= 12 else 0.0
+    imperative = dense[_IMPERATIVE_COLUMN]
+    addressee = dense[_ADDRESSEE_AI]
+    dense += (
+        1.0 if addressed else 0.0,  # addressed_lead
+        1.0 if after_address else 0.0,  # after_address
+        low_overlap,
+        1.0 if n_words < 5 else 0.0,  # short
+        1.0 if n_words > 40 else 0.0,  # long
+        in_document,
+        imperative * max(dense[_YOUR_OUTPUT], addressee),  # imperative_x_output
+        addressee * max(imperative, dense[_YOU_MODAL], dense[_MEMORY_WRITE], dense[_AUTHORITY]),
+        # detached_task: a task or question that shares nothing with the document around it.
+        in_document * max(imperative, dense[_QUESTION]) * (1.0 if low_overlap >= 0.8 else 0.0),
+        1.0 if prose_in_table else 0.0,
+    )
+    return dense
+
+
+_STATIC_CACHE: dict[str, tuple[dict[int, float], int, bool, int]] = {}
 _STATIC_CACHE_SIZE = 4096
 _STATIC_LOCK = threading.Lock()
 
 
-def _static_features(
-    segment: str, cues: Cues, *, cache: bool
-) -> tuple[dict[int, float], dict[str, float], int]:
-    """What a segment's features owe to its own text: hashed tokens, cue hits, its word count.
+def _static_features(segment: str, cues: Cues, *, cache: bool) -> tuple[dict[int, float], int, bool, int]:
+    """What a segment's features owe to its own text: hashed tokens, the bits of its cues, whether
+    its lead-in addresses a model, its word count.
 
     Cached by segment (bounded): the cues narrowed for a text find what the whole cues find.
     """
     if cache and (hit := _STATIC_CACHE.get(segment)) is not None:
         return hit
     words = _WORD.findall(segment)
-    tokens = [t for a, b in zip(["^", *words], [*words, "$"], strict=True) for t in (b, f"{a} {b}")]
-    for run in _CJK.findall(segment):
-        tokens += [run[k : k + 2] for k in range(len(run) - 1)]
-    buckets = list(map(_bucket, tokens))
-    for word in words:
-        buckets += _gram_buckets(word)
     # Counts in first-seen order (the order the weights are summed in), then L2-normalised.
-    counts = Counter(buckets)
+    counts = Counter(_token_buckets(words, _CJK.findall(segment)))
     values = list(counts.values())
     # Integer counts: the sum of squares is exact in any order; both maps run in C.
     norm = math.sqrt(sum(map(operator.mul, values, values))) or 1.0
     hashed: dict[int, float] = dict(zip(counts, map(operator.truediv, values, repeat(norm)), strict=True))
-    hits = cues.hits(segment)
-    # "Assistant, translate…", "Hi David, please send…": the imperative after a short salutation.
-    lead = _LEAD_IN.match(segment) if "imperative_start" not in hits else None
-    if lead and cues.hit("imperative_start", segment[lead.end() :]):
-        hits["imperative_start"] = 1.0
-    # Addressed to a model or to whatever processes the text, before anything else is said.
-    address = _ADDRESS_LEAD.match(segment)
-    if address and cues.hit_any(_ADDRESSEES, address.group()):
-        hits["addressed_lead"] = 1.0
-    out = (hashed, hits, len(words))
+    out = (hashed, *_cue_state(segment, cues), len(words))
     if cache:
         with _STATIC_LOCK:
             if len(_STATIC_CACHE) >= _STATIC_CACHE_SIZE:
@@ -807,41 +886,38 @@ def segment_features(
     before this one addresses a model or whatever processes the text ("Note for the AI:" on a line
     of its own).
     """
-    hashed, hits, n_words = _static_features(segment, cues or _REFERENCE_CUES, cache=cues is not None)
+    hashed, found, addressed, n_words = _static_features(
+        segment, cues or _REFERENCE_CUES, cache=cues is not None
+    )
     features = dict(hashed)
-    dense = dict.fromkeys(_BASE, 0.0)
-    dense.update(hits)
-    # "others" are the words of the rest of the text: context words not in this segment, and this
-    # segment's words that occur elsewhere too. Counted without building the set: its size is
-    # len(context) - (own words in context) + shared, and its overlap with own is shared.
-    if context_words is not None:
-        shared = sum(1 for w in own if context_words.get(w, 0) > 1)
-        n_others = len(context_words) - sum(1 for w in own if w in context_words) + shared
-        if n_others >= 5 and own:
-            dense["low_overlap"] = 1.0 - shared / len(own)
-    dense["after_address"] = 1.0 if after_address else 0.0
-    dense["prose_in_table"] = 1.0 if table and not segment.startswith("|") and n_words >= 3 else 0.0
-    dense["in_document"] = 1.0 if context_words is not None and len(context_words) >= 12 else 0.0
-    dense["short"] = 1.0 if n_words < 5 else 0.0
-    dense["long"] = 1.0 if n_words > 40 else 0.0
-    dense["imperative_x_output"] = dense["imperative_start"] * max(
-        dense["your_output"], dense["addressee_ai"]
+    prose = table and not segment.startswith("|") and n_words >= 3
+    dense = _dense(
+        found, addressed, n_words, own, context_words, prose_in_table=prose, after_address=after_address
     )
-    # A task or question that shares nothing with the document around it.
-    dense["detached_task"] = (
-        dense["in_document"]
-        * max(dense["imperative_start"], dense["question"])
-        * (1.0 if dense["low_overlap"] >= 0.8 else 0.0)
-    )
-    dense["addressee_x_any"] = dense["addressee_ai"] * max(
-        dense["imperative_start"], dense["you_modal"], dense["memory_write"], dense["authority"]
-    )
-    active = [(k, value) for k, value in enumerate(dense.values()) if value]
+    active = [(k, value) for k, value in enumerate(dense) if value]
     for n, (k, value) in enumerate(active):
         features[HASH_DIM + k] = value
         for j, other in active[n + 1 :]:
             features[_PAIR_INDEX[k, j]] = value * other
     return features
+
+
+def _text_cues(own_text: str, literals: dict[str, Literals] | None) -> _TextCues:
+    index = literals.get(own_text) if literals is not None else None
+    return _TextCues(index if index is not None else Literals(own_text))
+
+
+def _is_table(parts: list[str]) -> bool:
+    return len(parts) >= 3 and sum(p.startswith("|") for p in parts) >= 0.6 * len(parts)
+
+
+def _context(owns: list[set[str]]) -> dict[str, int] | None:
+    """How many segments each content word is in; ``None`` for a text of one segment."""
+    counts: dict[str, int] = {}
+    for own in owns:
+        for w in own:
+            counts[w] = counts.get(w, 0) + 1
+    return counts if len(owns) > 1 else None
 
 
 def text_segment_features(
@@ -855,31 +931,18 @@ def text_segment_features(
     """
     own_text = _own_text(text)
     parts = _segments_of(own_text)
-    cues: Cues | None = None
-    if not reference:
-        index = literals.get(own_text) if literals is not None else None
-        if index is None:
-            index = Literals(own_text)
-        cues = _TextCues(index)
+    cues = None if reference else _text_cues(own_text, literals)
     owns = [_content_words(s) for s in parts]
-    counts: dict[str, int] = {}
-    for own in owns:
-        for w in own:
-            counts[w] = counts.get(w, 0) + 1
-    context = counts if len(parts) > 1 else None
-    table = len(parts) >= 3 and sum(p.startswith("|") for p in parts) >= 0.6 * len(parts)
-    addressing = [_addresses(s, cues) for s in parts]
+    context = _context(owns)
+    table = _is_table(parts)
+    addressing = []
+    for s in parts:
+        _, found, addressed, n_words = _static_features(s, cues or _REFERENCE_CUES, cache=cues is not None)
+        addressing.append(_addresses(found, addressed, n_words))
     return [
         segment_features(s, context, own, cues, table=table, after_address=n > 0 and addressing[n - 1])
         for n, (s, own) in enumerate(zip(parts, owns, strict=True))
     ]
-
-
-def _addresses(segment: str, cues: Cues | None) -> bool:
-    """Whether ``segment`` addresses a model or whatever processes the text: by its opening words,
-    or as a short line naming one ("For the assistant:", "Note to automated readers")."""
-    _, hits, n_words = _static_features(segment, cues or _REFERENCE_CUES, cache=cues is not None)
-    return "addressed_lead" in hits or (n_words <= 8 and any(name in hits for name in _ADDRESSEES))
 
 
 @dataclass(frozen=True, slots=True)
@@ -905,18 +968,71 @@ class Detector:
     ) -> InjectionScore:
         """The most suspicious segment's probability (0.0 for a text with no words).
 
-        ``reference=True`` computes the cues without the prefilter (the same score, slower).
+        Every segment is scored at once, in NumPy. ``reference=True`` sums each segment's sparse
+        features (``text_segment_features``) with every cue run whole: the same score up to
+        floating-point rounding, slower.
         """
-        best, where = -math.inf, None
-        w = self.weights
-        for n, features in enumerate(text_segment_features(text, reference=reference, literals=literals)):
-            # The same products summed in the same order as a generator would, in C.
-            z = self.bias + sum(map(operator.mul, map(w.__getitem__, features), features.values()))
-            if z > best:
-                best, where = z, n
-        if where is None:
+        if reference:
+            z = np.asarray(
+                [
+                    self.bias + sum(map(operator.mul, map(self.weights.__getitem__, f), f.values()))
+                    for f in text_segment_features(text, reference=True)
+                ]
+            )
+        else:
+            z = self._logits(text, literals)
+        if not len(z):
             return InjectionScore(0.0, None)
+        where = int(np.argmax(z))
+        best = float(z[where])
         return InjectionScore(1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, best)))), where)
+
+    @cached_property
+    def _arrays(self) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+        """The weights of the hashed features, of the hand-designed ones, and of their pairs."""
+        w = np.asarray(self.weights, dtype=np.float64)
+        return w[:HASH_DIM], w[HASH_DIM : HASH_DIM + len(_BASE)], w[HASH_DIM + len(_BASE) :]
+
+    def _logits(self, text: str, literals: dict[str, Literals] | None) -> NDArray[np.float64]:
+        """Each segment's logit: the features of ``text_segment_features``, never built one by one."""
+        own_text = _own_text(text)
+        parts = _segments_of(own_text)
+        if not parts:
+            return np.empty(0)
+        cues = _text_cues(own_text, literals)
+        buckets: list[int] = []
+        sizes, states, n_words, owns = [], [], [], []
+        for segment in parts:
+            words = _WORD.findall(segment)
+            runs = _CJK.findall(segment)
+            tokens = _token_buckets(words, runs)
+            buckets += tokens
+            sizes.append(len(tokens))
+            states.append(_cue_state(segment, cues))
+            n_words.append(len(words))
+            owns.append(_own_words(words, runs))
+        context = _context(owns)
+        table = _is_table(parts)
+        rows = []
+        after = False
+        for segment, (found, addressed), n, own in zip(parts, states, n_words, owns, strict=True):
+            prose = table and not segment.startswith("|") and n >= 3
+            rows.append(_dense(found, addressed, n, own, context, prose_in_table=prose, after_address=after))
+            after = _addresses(found, addressed, n)
+        hashed_w, dense_w, pair_w = self._arrays
+        # Hashed features: each segment's bucket counts, L2-normalised, dotted with the weights.
+        segment_of = np.repeat(np.arange(len(parts), dtype=np.int64), sizes)
+        keys, counts = np.unique(
+            segment_of * HASH_DIM + np.asarray(buckets, dtype=np.int64), return_counts=True
+        )
+        owner, bucket = np.divmod(keys, HASH_DIM)
+        c = counts.astype(np.float64)
+        norm = np.sqrt(np.bincount(owner, weights=c * c, minlength=len(parts)))
+        z = np.bincount(owner, weights=hashed_w[bucket] * c, minlength=len(parts)) / np.where(
+            norm > 0, norm, 1.0
+        )
+        dense = np.asarray(rows, dtype=np.float64)
+        return self.bias + z + dense @ dense_w + (dense[:, _PAIR_LEFT] * dense[:, _PAIR_RIGHT]) @ pair_w
 
 
 def decode_weights(blob: str) -> tuple[float, ...]:
