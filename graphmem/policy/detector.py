@@ -598,8 +598,8 @@ for _name, _sorted in _SORTED.items():
 _PREFIX_LENGTHS = tuple(sorted({len(w) for w in _PREFIX_BITS}))
 # The regex parts, run on a text only through the alternatives it can match (graphmem.policy.prefilter).
 _ANCHORED = {name: Prefiltered(c.anchored) for name, c in _SORTED.items() if c.anchored}
-_LED = {name: Prefiltered(c.led) for name, c in _SORTED.items() if c.led}
-_REST = {name: Prefiltered(c.rest) for name, c in _SORTED.items() if c.rest}
+_LED = {name: Prefiltered(c.led, screen="parts") for name, c in _SORTED.items() if c.led}
+_REST = {name: Prefiltered(c.rest, screen="parts") for name, c in _SORTED.items() if c.rest}
 
 
 @lru_cache(maxsize=1 << 16)

@@ -345,7 +345,18 @@ class Literals:
     patterns) each literal is searched for directly.
     """
 
-    __slots__ = ("_base", "_known", "_lowered", "_rot13_of", "_sat", "_seen", "_signature", "text")
+    __slots__ = (
+        "_asked",
+        "_base",
+        "_known",
+        "_lowered",
+        "_rot13_of",
+        "_sat",
+        "_screened",
+        "_seen",
+        "_signature",
+        "text",
+    )
 
     def __init__(
         self,
@@ -365,6 +376,15 @@ class Literals:
         self._sat = 0  # the bits of the clauses the text may satisfy, of the first _known compiled
         self._seen: dict[_Need, bool] = {}
         self._lowered: Literals | None = None
+        self._screened: int | None = None
+        self._asked = False  # whether the screen was asked about this text
+
+    def screened(self) -> int | None:
+        """The bits of the screened alternatives that may match the text (``graphmem.policy.engine``),
+        or ``None`` if it is not screened."""
+        if not self._asked:
+            self._screened, self._asked = _engine.screened(self.text), True
+        return self._screened
 
     def lowered(self) -> Literals | None:
         """The same for the lowered text, if the text is ASCII (else ``None``: case is not plain)."""
@@ -558,6 +578,16 @@ def leading_literals(piece: str) -> frozenset[str] | None:
 
 
 _MAX_NARROWED = 512
+_ESCAPE = re.compile(r"\\.", re.S)
+_CLASS = re.compile(r"\[\^?\]?[^\]]*\]")
+
+
+def _anchored(pattern: str) -> bool:
+    """Whether ``pattern`` may tie a match to the start or end of the text (or line) it runs on:
+    ``^``, ``$``, ``\\A`` or ``\\Z`` outside a class (when unsure: yes)."""
+    if re.search(r"\\[AZ]", pattern):
+        return True
+    return bool(re.search(r"[\^$]", _CLASS.sub("", _ESCAPE.sub("", pattern))))
 
 
 @dataclass(frozen=True)
@@ -566,6 +596,15 @@ class Prefiltered:
 
     alternatives: tuple[str, ...]
     flags: int = 0
+    # "text": also screened (graphmem.policy.engine) on the texts it runs on; "parts": on texts it
+    # runs on parts of (cut where no word character touches the cut), so an alternative with an
+    # anchor is never screened out.
+    screen: str = "no"
+    _offset: int = field(init=False, repr=False)
+    _all: int = field(init=False, repr=False)
+    _by_screened: dict[tuple[int, int], re.Pattern[str] | None] = field(
+        init=False, repr=False, default_factory=dict
+    )
     _needs: tuple[tuple[_Need, ...], ...] = field(init=False, repr=False)
     _ignorecase: bool = field(init=False, repr=False)
     _masks: tuple[int, ...] = field(init=False, repr=False)
@@ -587,6 +626,13 @@ class Prefiltered:
         object.__setattr__(self, "_masks", tuple(sum(n.bit for n in set(ns)) for ns in needs))
         object.__setattr__(self, "_union", tuple({n: None for ns in needs for n in ns}))
         object.__setattr__(self, "_union_mask", sum(n.bit for n in self._union))
+        offset = -1
+        if self.screen == "text":
+            offset = _engine.screen(self.alternatives, self.flags)
+        elif self.screen == "parts":
+            offset = _engine.screen([None if _anchored(a) else a for a in self.alternatives], self.flags)
+        object.__setattr__(self, "_offset", offset)
+        object.__setattr__(self, "_all", (1 << len(self.alternatives)) - 1)
 
     @property
     def pattern(self) -> re.Pattern[str]:
@@ -602,6 +648,9 @@ class Prefiltered:
             literals = lowered
         # Texts that satisfy the same of this alternation's clauses get the same alternatives.
         key = literals.satisfied(self._union) & self._union_mask
+        possible = literals.screened() if self._offset >= 0 else None
+        if possible is not None:
+            return self._narrowed_screened(key, possible >> self._offset & self._all)
         try:
             return self._by_satisfied[key]
         except KeyError:
@@ -619,6 +668,30 @@ class Prefiltered:
                 self._compiled[active] = pattern
         if len(self._by_satisfied) < _MAX_NARROWED:
             self._by_satisfied[key] = pattern
+        return pattern
+
+    def _narrowed_screened(self, key: int, possible: int) -> re.Pattern[str] | None:
+        """The alternatives whose clauses the text satisfies and that the screen did not rule out."""
+        try:
+            return self._by_screened[key, possible]
+        except KeyError:
+            pass
+        active = tuple(i for i, mask in enumerate(self._masks) if key & mask == mask and possible >> i & 1)
+        pattern = self._compile(active)
+        if len(self._by_screened) < _MAX_NARROWED:
+            self._by_screened[key, possible] = pattern
+        return pattern
+
+    def _compile(self, active: tuple[int, ...]) -> re.Pattern[str] | None:
+        if active in self._compiled:
+            return self._compiled[active]
+        pattern = (
+            re.compile("|".join(f"(?:{self.alternatives[i]})" for i in active), self.flags)
+            if active
+            else None
+        )
+        if len(self._compiled) < _MAX_NARROWED:
+            self._compiled[active] = pattern
         return pattern
 
     def finditer(self, text: str, literals: Literals | None = None) -> Iterator[re.Match[str]]:

@@ -54,7 +54,7 @@ class Rule:
     matcher: Prefiltered = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "matcher", Prefiltered(self.alternatives, re.M))
+        object.__setattr__(self, "matcher", Prefiltered(self.alternatives, re.M, screen="text"))
 
     @cached_property
     def pattern(self) -> re.Pattern[str]:
