@@ -3,6 +3,7 @@ text, and the rest are never run. It must never rule out an alternative ``re`` w
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -51,7 +52,7 @@ def assert_screen_keeps_every_match(text: str) -> None:
             assert possible >> k & 1, (pattern.pattern[:120], text[:200])
 
 
-def test_every_rule_alternative_and_every_unanchored_cue_alternative_is_screened() -> None:
+def test_every_rule_and_cue_alternative_is_screened() -> None:
     screen = engine._SCREEN[0]
     assert screen is not None
     assert screen.count == len(engine._SCREENED)
@@ -300,3 +301,14 @@ def test_screening_waits_for_nobody() -> None:
             engine._BUILDING[0].join(60)
         engine._build = real_build  # type: ignore[assignment]
         engine._SCREEN[0], engine._BUILDING[0] = saved
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX permissions")
+@pytest.mark.parametrize("loose", ["file", "directory"])
+def test_a_cache_file_others_could_have_written_is_never_loaded(tmp_path: Path, loose: str) -> None:
+    directory = tmp_path / "cache"
+    engine._build(_SMALL, directory)
+    (path,) = directory.glob("screen-*.hsdb")
+    assert engine._load(path) is not None
+    (path if loose == "file" else directory).chmod(0o666 if loose == "file" else 0o777)
+    assert engine._load(path) is None  # compiled again instead

@@ -848,3 +848,31 @@ def test_clauses_compiled_while_other_threads_scan_are_never_missed() -> None:
     with ThreadPoolExecutor(4) as pool:
         asked = [pool.submit(compile_and_ask if n % 2 else scan, n) for n in range(2, 402)]
         assert all(f.result() for f in asked)
+
+
+class _UnturnedFolds(text_mod._Folds):
+    """Every text deobfuscated itself, rot13 views too."""
+
+    def variants(self, text: str, turned_from: str | None = None) -> list[str]:
+        return super().variants(text)
+
+
+def _unturned_views(text: str) -> list[text_mod.View]:
+    return list(text_mod._views(text, 2, _UnturnedFolds()))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(_leety, _ANY_TEXT, st.text(alphabet="Ab z09@$|!_.-* \n/·", max_size=80)))
+def test_rot13_views_turned_from_the_plain_ones_equal_those_undone_directly(text: str) -> None:
+    assert list(text_mod.views(text)) == _unturned_views(text)
+
+
+def test_rot13_views_turned_from_the_plain_ones_equal_those_undone_directly_on_repository_sets() -> None:
+    texts = _texts(ROOT / "corpus") + _texts(ROOT / "heldout7") + [_latency_text(n) for n in range(40)]
+    turned = 0
+    for text in texts:
+        assert list(text_mod.views(text)) == _unturned_views(text), text[:200]
+        folds = text_mod._Folds()
+        list(text_mod._views(text, 2, folds))
+        turned += text in folds.undone and folds.undone[text][1] and text.isascii()
+    assert turned >= 100  # the turned path is taken

@@ -48,6 +48,7 @@ from graphmem.errors import GraphmemError
 from graphmem.policy.prefilter import (
     Literals,
     Prefiltered,
+    PrefilteredGroup,
     group_end,
     leading_literals,
     literal_first,
@@ -597,7 +598,7 @@ for _name, _sorted in _SORTED.items():
             _table[_w] = _table.get(_w, 0) | _bit
 _PREFIX_LENGTHS = tuple(sorted({len(w) for w in _PREFIX_BITS}))
 # The regex parts, run on a text only through the alternatives it can match (graphmem.policy.prefilter).
-_ANCHORED = {name: Prefiltered(c.anchored) for name, c in _SORTED.items() if c.anchored}
+_ANCHORED = {name: Prefiltered(c.anchored, screen="parts") for name, c in _SORTED.items() if c.anchored}
 _LED = {name: Prefiltered(c.led, screen="parts") for name, c in _SORTED.items() if c.led}
 _REST = {name: Prefiltered(c.rest, screen="parts") for name, c in _SORTED.items() if c.rest}
 
@@ -619,6 +620,29 @@ def _last_bits(token: str) -> int:
 
 
 _Regexes = tuple[int, "re.Pattern[str] | None", "re.Pattern[str] | None", "re.Pattern[str] | None"]
+# Each cue's bit and the places of its three parts among the group's members.
+_CUE_PARTS = []
+_CUE_MEMBERS: list[Prefiltered] = []
+for _name, _bit in _CUE_BIT.items():
+    _places = []
+    for _part in (_ANCHORED, _LED, _REST):
+        _places.append(len(_CUE_MEMBERS) if _name in _part else None)
+        if _name in _part:
+            _CUE_MEMBERS.append(_part[_name])
+    _CUE_PARTS.append((_bit, *_places))
+
+
+def _cue_regexes(patterns: tuple[re.Pattern[str] | None, ...]) -> tuple[_Regexes, ...]:
+    """The narrowed parts of the cues that have any left: (bit, anchored, led, rest)."""
+    out = []
+    for bit, *places in _CUE_PARTS:
+        parts = [None if k is None else patterns[k] for k in places]
+        if any(p is not None for p in parts):
+            out.append((bit, *parts))
+    return tuple(out)  # type: ignore[arg-type]
+
+
+_CUE_GROUP = PrefilteredGroup(_CUE_MEMBERS, _cue_regexes)
 
 
 class _TextCues:
@@ -627,14 +651,7 @@ class _TextCues:
     __slots__ = ("_regexes",)
 
     def __init__(self, literals: Literals) -> None:
-        regexes: list[_Regexes] = []
-        for name, bit in _CUE_BIT.items():
-            anchored = _ANCHORED[name].narrowed(literals) if name in _ANCHORED else None
-            led = _LED[name].narrowed(literals) if name in _LED else None
-            rest = _REST[name].narrowed(literals) if name in _REST else None
-            if anchored is not None or led is not None or rest is not None:
-                regexes.append((bit, anchored, led, rest))
-        self._regexes = tuple(regexes)
+        self._regexes: tuple[_Regexes, ...] = _CUE_GROUP.narrowed(literals)
 
     def bits(self, segment: str, wanted: int = _CUE_MASK) -> int:
         """The bits of the cues (of ``wanted``) found in ``segment``."""
@@ -777,6 +794,9 @@ def _cue_state(segment: str, cues: Cues) -> tuple[int, bool]:
     """The bits of the cues ``segment`` has, and whether its lead-in addresses a model or a processor."""
     found = cues.bits(segment)
     # "Assistant, translate…", "Hi David, please send…": the imperative after a short salutation.
+    # Both lead-ins end at a colon or a comma (full-width ones too).
+    if not (":" in segment or "," in segment or "：" in segment or "，" in segment):
+        return found, False
     if not found & _IMPERATIVE:
         lead = _LEAD_IN.match(segment)
         if lead and cues.bits(segment[lead.end() :], _IMPERATIVE):
@@ -989,9 +1009,13 @@ class Detector:
 
     @cached_property
     def _arrays(self) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-        """The weights of the hashed features, of the hand-designed ones, and of their pairs."""
+        """The weights of the hashed features, of the hand-designed ones, and of their pairs (a matrix)."""
         w = np.asarray(self.weights, dtype=np.float64)
-        return w[:HASH_DIM], w[HASH_DIM : HASH_DIM + len(_BASE)], w[HASH_DIM + len(_BASE) :]
+        # A pair's weight at (first, second) of an upper-triangular matrix: the pairs' sum for a row
+        # of hand-designed features d is d·(P d).
+        pairs = np.zeros((len(_BASE), len(_BASE)))
+        pairs[_PAIR_LEFT, _PAIR_RIGHT] = w[HASH_DIM + len(_BASE) :]
+        return w[:HASH_DIM], w[HASH_DIM : HASH_DIM + len(_BASE)], pairs
 
     def _logits(self, text: str, literals: dict[str, Literals] | None) -> NDArray[np.float64]:
         """Each segment's logit: the features of ``text_segment_features``, never built one by one."""
@@ -1032,7 +1056,8 @@ class Detector:
             norm > 0, norm, 1.0
         )
         dense = np.asarray(rows, dtype=np.float64)
-        return self.bias + z + dense @ dense_w + (dense[:, _PAIR_LEFT] * dense[:, _PAIR_RIGHT]) @ pair_w
+        logits: NDArray[np.float64] = self.bias + z + dense @ dense_w + ((dense @ pair_w) * dense).sum(axis=1)
+        return logits
 
 
 def decode_weights(blob: str) -> tuple[float, ...]:

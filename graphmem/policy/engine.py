@@ -274,8 +274,22 @@ def _build(patterns: list[tuple[str | None, int]], directory: Path | None) -> _S
     return _Screen(len(patterns), db, ids, always)
 
 
+def _private(path: Path) -> bool:
+    """Whether only this user can have written ``path`` and its directory (as ssh asks of its keys):
+    a database that screens out what it should not would let attacks through unscanned."""
+    if not hasattr(os, "getuid"):  # pragma: no cover - Windows: the user's profile directory
+        return True
+    for item in (path, path.parent):
+        info = item.stat()
+        if info.st_uid != os.getuid() or info.st_mode & 0o022:
+            return False
+    return True
+
+
 def _load(path: Path) -> Any:
     try:
+        if not path.is_file() or not _private(path):
+            return None
         blob = path.read_bytes()
         if not blob.startswith(_CACHE_MAGIC):
             return None
@@ -289,7 +303,7 @@ def _load(path: Path) -> Any:
 
 def _save(path: Path, payload: bytes) -> None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".screen-")
         try:
             with os.fdopen(fd, "wb") as out:

@@ -15,10 +15,11 @@ authority. The gate treats both as poisoning from untrusted sources.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from graphmem.policy.prefilter import Literals
+from graphmem.policy.prefilter import Literals, PrefilteredGroup
 from graphmem.policy.rules import RULES, TEMPLATED_URL, Rule, RuleClass
 from graphmem.policy.text import Channel, View, strip_quoted, views
 
@@ -39,10 +40,13 @@ class PoisonFinding:
         return f"poisoning:{self.rule}" if self.channel == "plain" else f"poisoning:{self.rule}@{self.via}"
 
 
-def _count(rule: Rule, text: str, literals: Literals | None) -> int:
+# Every rule's alternation narrowed at once for each view (graphmem.policy.prefilter).
+_RULE_GROUP = PrefilteredGroup([rule.matcher for rule in RULES])
+
+
+def _count(rule: Rule, pattern: re.Pattern[str], text: str) -> int:
     check = rule.check
-    matches = rule.pattern.finditer(text) if literals is None else rule.matcher.finditer(text, literals)
-    return sum(1 for m in matches if check is None or check(m, text))
+    return sum(1 for m in pattern.finditer(text) if check is None or check(m, text))
 
 
 def _scan(
@@ -68,8 +72,9 @@ def _scan(
                     shared[view.text] = literals
             previous = literals
             first = first or literals
-        for rule in RULES:
-            n = _count(rule, view.text, literals)
+        patterns = [rule.pattern for rule in RULES] if literals is None else _RULE_GROUP.narrowed(literals)
+        for rule, pattern in zip(RULES, patterns, strict=True):
+            n = 0 if pattern is None else _count(rule, pattern, view.text)
             if n:
                 found.append((PoisonFinding(rule.name, rule.klass, view.channel, view.via), n))
         # Every match of TEMPLATED_URL contains "://".

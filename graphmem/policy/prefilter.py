@@ -23,8 +23,9 @@ from __future__ import annotations
 import codecs
 import re
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from re import _constants as sre_c  # type: ignore[attr-defined]
 from re import _parser as sre_parse  # type: ignore[attr-defined]
 from typing import Any
@@ -34,6 +35,7 @@ from graphmem.policy import engine as _engine
 __all__ = [
     "Literals",
     "Prefiltered",
+    "PrefilteredGroup",
     "group_end",
     "leading_literals",
     "literal_first",
@@ -578,16 +580,34 @@ def leading_literals(piece: str) -> frozenset[str] | None:
 
 
 _MAX_NARROWED = 512
-_ESCAPE = re.compile(r"\\.", re.S)
-_CLASS = re.compile(r"\[\^?\]?[^\]]*\]")
 
 
-def _anchored(pattern: str) -> bool:
-    """Whether ``pattern`` may tie a match to the start or end of the text (or line) it runs on:
-    ``^``, ``$``, ``\\A`` or ``\\Z`` outside a class (when unsure: yes)."""
-    if re.search(r"\\[AZ]", pattern):
-        return True
-    return bool(re.search(r"[\^$]", _CLASS.sub("", _ESCAPE.sub("", pattern))))
+def _unanchored(pattern: str) -> str:
+    """``pattern`` without its anchors (``^``, ``$``, ``\\A``, ``\\Z`` outside classes): it matches
+    wherever ``pattern`` does, on a part of a text or on the whole text around it."""
+    out: list[str] = []
+    k, size = 0, len(pattern)
+    while k < size:
+        ch = pattern[k]
+        if ch == "\\":
+            if pattern[k + 1 : k + 2] not in ("A", "Z"):
+                out.append(pattern[k : k + 2])
+            k += 2
+        elif ch == "[":
+            end = k + 1
+            if pattern[end : end + 1] == "^":
+                end += 1
+            if pattern[end : end + 1] == "]":
+                end += 1
+            while end < size and pattern[end] != "]":
+                end += 2 if pattern[end] == "\\" else 1
+            out.append(pattern[k : end + 1])
+            k = end + 1
+        else:
+            if ch not in "^$":
+                out.append(ch)
+            k += 1
+    return "".join(out)
 
 
 @dataclass(frozen=True)
@@ -596,9 +616,9 @@ class Prefiltered:
 
     alternatives: tuple[str, ...]
     flags: int = 0
-    # "text": also screened (graphmem.policy.engine) on the texts it runs on; "parts": on texts it
-    # runs on parts of (cut where no word character touches the cut), so an alternative with an
-    # anchor is never screened out.
+    # "text": also screened (graphmem.policy.engine) on the texts it runs on; "parts": it runs on
+    # parts of a text (cut where no word character touches the cut) and is screened on the whole
+    # text, each alternative without its anchors (which then matches wherever it matched a part).
     screen: str = "no"
     _offset: int = field(init=False, repr=False)
     _all: int = field(init=False, repr=False)
@@ -627,14 +647,16 @@ class Prefiltered:
         object.__setattr__(self, "_union", tuple({n: None for ns in needs for n in ns}))
         object.__setattr__(self, "_union_mask", sum(n.bit for n in self._union))
         offset = -1
-        if self.screen == "text":
+        if self._ignorecase:
+            pass  # never screened: its literals are looked up in the lowered text
+        elif self.screen == "text":
             offset = _engine.screen(self.alternatives, self.flags)
         elif self.screen == "parts":
-            offset = _engine.screen([None if _anchored(a) else a for a in self.alternatives], self.flags)
+            offset = _engine.screen([_unanchored(a) for a in self.alternatives], self.flags)
         object.__setattr__(self, "_offset", offset)
         object.__setattr__(self, "_all", (1 << len(self.alternatives)) - 1)
 
-    @property
+    @cached_property
     def pattern(self) -> re.Pattern[str]:
         """The whole alternation, as the reference path compiles it."""
         return re.compile("|".join(f"(?:{a})" for a in self.alternatives), self.flags)
@@ -646,11 +668,11 @@ class Prefiltered:
             if lowered is None:
                 return self.pattern
             literals = lowered
-        # Texts that satisfy the same of this alternation's clauses get the same alternatives.
-        key = literals.satisfied(self._union) & self._union_mask
         possible = literals.screened() if self._offset >= 0 else None
         if possible is not None:
-            return self._narrowed_screened(key, possible >> self._offset & self._all)
+            return self.screened_narrowed(literals, possible >> self._offset & self._all)
+        # Texts that satisfy the same of this alternation's clauses get the same alternatives.
+        key = literals.satisfied(self._union) & self._union_mask
         try:
             return self._by_satisfied[key]
         except KeyError:
@@ -669,6 +691,11 @@ class Prefiltered:
         if len(self._by_satisfied) < _MAX_NARROWED:
             self._by_satisfied[key] = pattern
         return pattern
+
+    def screened_narrowed(self, literals: Literals, possible: int) -> re.Pattern[str] | None:
+        """``narrowed`` for a text the screen answered: ``possible`` holds this alternation's bits of
+        its answer; an alternative is kept if the screen let it through and the text has its literals."""
+        return self._narrowed_screened(literals.satisfied(self._union) & self._union_mask, possible)
 
     def _narrowed_screened(self, key: int, possible: int) -> re.Pattern[str] | None:
         """The alternatives whose clauses the text satisfies and that the screen did not rule out."""
@@ -703,3 +730,62 @@ class Prefiltered:
         """``pattern.search(text)``: the same first match (``literals`` may describe a text containing it)."""
         pattern = self.narrowed(literals or Literals(text))
         return None if pattern is None else pattern.search(text)
+
+
+class PrefilteredGroup:
+    """Alternations narrowed together on each text the screen answers, in one step, cached by what the
+    screen says of the text and by the literals of the alternatives it did not rule out.
+
+    ``narrowed`` returns ``derive`` of the members' patterns, in order (``None`` for a member with
+    nothing left): each as the member's ``narrowed`` gives it, or, for a member never screened, its
+    whole alternation (the same matches).
+    """
+
+    def __init__(
+        self,
+        members: Sequence[Prefiltered],
+        derive: Callable[[tuple[re.Pattern[str] | None, ...]], Any] = lambda patterns: patterns,
+    ) -> None:
+        if any(m._ignorecase for m in members):
+            raise ValueError("a group narrows case-sensitive alternations only")
+        self.members = tuple(members)
+        self._derive = derive
+        screened = [m for m in self.members if m._offset >= 0]
+        self._low = min((m._offset for m in screened), default=0)
+        high = max((m._offset + len(m.alternatives) for m in screened), default=0)
+        self._mask = (1 << (high - self._low)) - 1 if screened else 0
+        # Each screened alternative's literal clauses, by its bit in the group's part of the answer.
+        self._clauses = [0] * (high - self._low)
+        for m in screened:
+            for i, mask in enumerate(m._masks):
+                self._clauses[m._offset - self._low + i] = mask
+        self._cache: dict[tuple[int, int], Any] = {}
+        self._lock = threading.Lock()
+
+    def narrowed(self, literals: Literals) -> Any:
+        possible = literals.screened() if self._mask else None
+        if possible is None or literals._known < 0:
+            return self._derive(tuple(m.narrowed(literals) for m in self.members))
+        answer = possible >> self._low & self._mask
+        clauses, bits, rest = self._clauses, 0, answer
+        while rest:
+            low = rest & -rest
+            bits |= clauses[low.bit_length() - 1]
+            rest ^= low
+        # The literals are looked up only if some alternative the screen let through has clauses.
+        sat = literals.satisfied(()) & bits if bits else 0
+        try:
+            return self._cache[answer, sat]
+        except KeyError:
+            pass
+        out = self._derive(
+            tuple(
+                m._narrowed_screened(sat, possible >> m._offset & m._all) if m._offset >= 0 else m.pattern
+                for m in self.members
+            )
+        )
+        with self._lock:
+            if len(self._cache) >= _MAX_NARROWED:
+                del self._cache[next(iter(self._cache))]
+            self._cache[answer, sat] = out
+        return out

@@ -46,6 +46,7 @@ _MD_LINK = re.compile(
 _MD_REFDEF = re.compile(r"^[^\S\n]*\[[^\]\n]{1,200}\]:\s*(\S+)(?:\s+[\"'(]([^\"')]*)[\"')])?", re.M)
 _B64 = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
 _HEX = re.compile(r"(?:\\x|0x)?(?:[0-9a-fA-F]{2}(?:[\s:,]|\\x)?){8,}")
+_HEX_RUN = re.compile(r"[0-9a-fA-Fx\\\s:,]{16,}")
 _ESCAPES = re.compile(r"\\u[0-9a-fA-F]{4}|\\x[0-9a-fA-F]{2}|&#x?[0-9a-fA-F]+;|&[a-z]+;")
 _SPACED = re.compile(r"(?<!\w)\w(?P<sep>[ .\-_*·/|])\w(?:(?P=sep)\w)+(?!\w)")
 _SPACED_HINT = re.compile(r"[ .\-_*·/|]\w[ .\-_*·/|]\w")
@@ -192,6 +193,11 @@ def deobfuscate(text: str) -> list[str]:
 
 
 def _deobfuscate(text: str, fold: Callable[[str], str]) -> list[str]:
+    return _undone(text, fold)[0]
+
+
+def _undone(text: str, fold: Callable[[str], str]) -> tuple[list[str], bool]:
+    """The deobfuscated variants, and whether undoing leetspeak changed nothing."""
     visible = _without_invisible(unicodedata.normalize("NFKC", text))
     deconfused = _deconfuse(visible)
     base = fold(deconfused)
@@ -205,7 +211,7 @@ def _deobfuscate(text: str, fold: Callable[[str], str]) -> list[str]:
         if deleeted not in unspace:
             unspace[deleeted] = _unspace(deleeted)
         variants.add(unspace[deleeted])
-    return sorted(variants)
+    return sorted(variants), set(unspace) == {base}
 
 
 def _printable(data: bytes) -> str | None:
@@ -274,7 +280,9 @@ def _decoded(text: str) -> Iterator[tuple[str, str]]:
         decoded = _b64_decode(m.group(0))
         if decoded is not None:
             yield "base64", decoded
-    for m in _HEX.finditer(text):
+    # Every character of a _HEX match is one of _HEX_RUN's, and it has 16 or more: most texts have
+    # no such run, and the run is found without _HEX's backtracking.
+    for m in _HEX.finditer(text) if _HEX_RUN.search(text) else ():
         decoded = _hex_decode(m.group(0))
         if decoded is not None:
             yield "hex", decoded
@@ -355,16 +363,36 @@ def strip_quoted(text: str) -> str:
 
 
 class _Folds(dict[str, str]):
-    """``fold`` for one ``views`` call: a text folded once however often it turns up."""
+    """``fold`` for one ``views`` call: a text folded once however often it turns up; and the
+    deobfuscated variants of each text, with whether undoing leetspeak changed nothing."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.undone: dict[str, tuple[list[str], bool]] = {}
 
     def __missing__(self, text: str) -> str:
         folded = self[text] = fold(text)
         return folded
 
+    def variants(self, text: str, turned_from: str | None = None) -> list[str]:
+        """``_deobfuscate(text)``; for ``text``, the rot13 of ``turned_from``, turned from the variants
+        of ``turned_from`` when every step commutes with rot13: an ASCII text (so no normalisation,
+        invisible character or look-alike is undone, and folding maps case as rot13 keeps it) in
+        which undoing leetspeak changes nothing (rot13 keeps every digit, symbol and lower-case
+        letter of a token what it was, so nothing changes in the turned text either)."""
+        earlier = self.undone.get(turned_from) if turned_from is not None else None
+        if earlier is not None and earlier[1] and turned_from is not None and turned_from.isascii():
+            return sorted(codecs.encode(v, "rot13") for v in earlier[0])
+        if text not in self.undone:
+            self.undone[text] = _undone(text, self.__getitem__)
+        return self.undone[text][0]
 
-def _variants(text: str, channel: Channel, via: str, folds: _Folds) -> Iterator[View]:
+
+def _variants(
+    text: str, channel: Channel, via: str, folds: _Folds, turned_from: str | None = None
+) -> Iterator[View]:
     yield View(folds[text], channel, via)
-    for variant in _deobfuscate(text, folds.__getitem__):
+    for variant in folds.variants(text, turned_from):
         if channel == "plain":
             yield View(variant, "obfuscated", "deobfuscated" if via == "text" else f"{via}+deobfuscated")
         else:
@@ -397,7 +425,7 @@ def _views(text: str, depth: int, folds: _Folds) -> Iterator[View]:
         return
     for how, decoded in _decoded(text):
         if how == "rot13":
-            yield from _variants(decoded, "encoded", how, folds)
+            yield from _variants(decoded, "encoded", how, folds, turned_from=text)
             continue
         for inner in _views(decoded, depth - 1, folds):
             yield View(inner.text, "encoded", f"{how}>{inner.via}")
