@@ -876,3 +876,21 @@ def test_rot13_views_turned_from_the_plain_ones_equal_those_undone_directly_on_r
         list(text_mod._views(text, 2, folds))
         turned += text in folds.undone and folds.undone[text][1] and text.isascii()
     assert turned >= 100  # the turned path is taken
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="ab .!?\n\t\x0b\x1c|:AB_\u3002\uff1f", max_size=80))
+def test_ascii_segment_breaks_are_the_whole_patterns_breaks(text: str) -> None:
+    expected = detector_mod._SEGMENT.split(text)
+    if text.isascii() and "|" not in text:
+        assert detector_mod._SEGMENT_ASCII.split(text) == expected
+    assert detector_mod._segments_of(text) == [
+        p
+        for part in expected
+        for p in (
+            (q.strip(" -*•:;,") for q in detector_mod._RUN_ON.split(part))
+            if part.count(" ") > detector_mod._RUN_ON_WORDS
+            else (part.strip(" -*•:;,"),)
+        )
+        if len(p) > 1
+    ]

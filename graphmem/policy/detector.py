@@ -74,6 +74,7 @@ WEIGHTS_FILE = Path(__file__).with_name("detector_weights.json")
 _SEGMENT = re.compile(
     r"(?<=[.!?。])\s+|(?<=。)(?=\S)|(?<=[!?])(?=[^\x00-\x7f\s])|\n+|\s*\|\s*(?=[A-Z_ ]{2,20}\s*:)"
 )
+_SEGMENT_ASCII = re.compile(r"(?<=[.!?])\s+|\n+")
 _RUN_ON = re.compile(
     r"(?<=[^\W\d_][.!?])(?<!\bwww\.)(?!(?:com|net|org|io|xyz|example|info|biz|co|uk|de|ru|cn|top|site|app|html?|php|"
     r"py|js|json|txt|csv|pdf)\b)(?=[^\W\d_]{2})"
@@ -732,7 +733,8 @@ def _own_text(text: str) -> str:
 
 def _segments_of(own: str) -> list[str]:
     out = []
-    for part in _SEGMENT.split(own):
+    # In ASCII text without "|" only two of _SEGMENT's alternatives can match; alone, they are faster.
+    for part in (_SEGMENT_ASCII if own.isascii() and "|" not in own else _SEGMENT).split(own):
         # A long run without sentence breaks (mail flattened to one line: "video.if you have") is
         # cut again where a sentence mark touches the next word.
         pieces = _RUN_ON.split(part) if part.count(" ") > _RUN_ON_WORDS else (part,)
