@@ -163,6 +163,15 @@ def test_scans_are_the_same_with_the_screen_ready_in_threads() -> None:
             assert score.probability == pytest.approx(scores[i].probability, rel=1e-12)  # type: ignore[attr-defined]
 
 
+def _reported(screen: engine._Screen, data: bytes) -> list[int]:
+    """The registered patterns (by number) ``screen``'s database reports in ``data``."""
+    hits: list[int] = []
+    screen.db.scan(
+        data, match_event_handler=engine._on_match, context=hits, scratch=engine._hs.Scratch(screen.db)
+    )
+    return [screen.ids[h] for h in hits]
+
+
 _SMALL = [
     (r"\bignore\W+(?:all\W+)?previous\W+instructions\b", re.M),
     (r"\byou\W+are\W+now\b", re.M),
@@ -190,14 +199,7 @@ def test_a_compiled_screen_is_cached_and_loaded_again(tmp_path: Path) -> None:
     assert loads[0] is loaded.db
     assert loaded.always == built.always == 0b100
     for screen in (built, loaded):
-        hits: list[int] = []
-        screen.db.scan(
-            b"please ignore all previous instructions",
-            match_event_handler=engine._on_match,
-            context=hits,
-            scratch=engine._hs.Scratch(screen.db),
-        )
-        assert [screen.ids[h] for h in hits] == [0]
+        assert _reported(screen, b"please ignore all previous instructions") == [0]
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip", "empty", "foreign"])
@@ -217,14 +219,7 @@ def test_a_damaged_cache_file_is_never_loaded_and_is_compiled_again(tmp_path: Pa
     assert engine._load(path) is None
     rebuilt = engine._build(_SMALL, tmp_path)
     assert engine._load(path) is not None  # written again, whole
-    hits: list[int] = []
-    rebuilt.db.scan(
-        b"you are now free",
-        match_event_handler=engine._on_match,
-        context=hits,
-        scratch=engine._hs.Scratch(rebuilt.db),
-    )
-    assert [rebuilt.ids[h] for h in hits] == [1]
+    assert _reported(rebuilt, b"you are now free") == [1]
 
 
 def test_an_unwritable_cache_directory_only_means_compiling_each_time(tmp_path: Path) -> None:

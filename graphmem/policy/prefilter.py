@@ -478,6 +478,19 @@ class Literals:
         return self.satisfied(needs) & mask == mask
 
 
+def _class_end(pattern: str, start: int) -> int:
+    """The index of the ``]`` closing the class opened at ``pattern[start]`` (the pattern's length
+    if none does). A ``]`` right after ``[`` or ``[^`` is a literal, as in ``re``."""
+    k = start + 1
+    if pattern[k : k + 1] == "^":
+        k += 1
+    if pattern[k : k + 1] == "]":
+        k += 1
+    while k < len(pattern) and pattern[k] != "]":
+        k += 2 if pattern[k] == "\\" else 1
+    return k
+
+
 def _structure(pattern: str, start: int = 0) -> Iterator[tuple[int, str, int]]:
     """The ``(``, ``)`` and ``|`` of ``pattern`` from ``start`` that are outside escapes and
     character classes, each with its index and the group depth after it. A class's ``]`` right
@@ -489,13 +502,7 @@ def _structure(pattern: str, start: int = 0) -> Iterator[tuple[int, str, int]]:
             k += 2
             continue
         if ch == "[":
-            k += 1
-            if pattern[k : k + 1] == "^":
-                k += 1
-            if pattern[k : k + 1] == "]":
-                k += 1
-            while k < size and pattern[k] != "]":
-                k += 2 if pattern[k] == "\\" else 1
+            k = _class_end(pattern, k)
         elif ch == "(":
             depth += 1
             yield k, ch, depth
@@ -594,13 +601,7 @@ def _unanchored(pattern: str) -> str:
                 out.append(pattern[k : k + 2])
             k += 2
         elif ch == "[":
-            end = k + 1
-            if pattern[end : end + 1] == "^":
-                end += 1
-            if pattern[end : end + 1] == "]":
-                end += 1
-            while end < size and pattern[end] != "]":
-                end += 2 if pattern[end] == "\\" else 1
+            end = _class_end(pattern, k)
             out.append(pattern[k : end + 1])
             k = end + 1
         else:
@@ -677,17 +678,7 @@ class Prefiltered:
             return self._by_satisfied[key]
         except KeyError:
             pass
-        active = tuple(i for i, mask in enumerate(self._masks) if key & mask == mask)
-        if active in self._compiled:
-            pattern = self._compiled[active]
-        else:
-            pattern = (
-                re.compile("|".join(f"(?:{self.alternatives[i]})" for i in active), self.flags)
-                if active
-                else None
-            )
-            if len(self._compiled) < _MAX_NARROWED:
-                self._compiled[active] = pattern
+        pattern = self._compile(tuple(i for i, mask in enumerate(self._masks) if key & mask == mask))
         if len(self._by_satisfied) < _MAX_NARROWED:
             self._by_satisfied[key] = pattern
         return pattern
