@@ -773,17 +773,21 @@ def _gram_buckets(word: str) -> tuple[int, ...]:
     return tuple(_bucket("#" + padded[k : k + 4]) for k in range(len(padded) - 3))
 
 
-def _token_buckets(words: list[str], runs: list[str]) -> list[int]:
-    """The hash bucket of each of a segment's tokens, first seen first: each word and the word bigram
-    ending in it ("^" begins the segment, "$" ends it), the character bigrams of CJK runs, then each
-    word's character 4-grams."""
+def _tokens(words: list[str], runs: list[str]) -> list[str]:
+    """A segment's hashed tokens but the 4-grams, first seen first: each word and the word bigram
+    ending in it ("^" begins the segment, "$" ends it), then the character bigrams of CJK runs."""
     ends = [*words, "$"]
     tokens = [""] * (2 * len(ends))
     tokens[0::2] = ends
     tokens[1::2] = map("{} {}".format, ["^", *words], ends)
     for run in runs:
         tokens += [run[k : k + 2] for k in range(len(run) - 1)]
-    buckets = list(map(_bucket, tokens))
+    return tokens
+
+
+def _token_buckets(words: list[str], runs: list[str]) -> list[int]:
+    """The hash bucket of each of a segment's tokens (``_tokens``), then of each word's 4-grams."""
+    buckets = list(map(_bucket, _tokens(words, runs)))
     buckets += chain.from_iterable(map(_gram_buckets, words))
     return buckets
 
@@ -821,6 +825,9 @@ _COLUMN = {name: k for k, name in enumerate(_BASE)}
     for name in ("your_output", "addressee_ai", "you_modal", "memory_write", "authority", "question")
 )
 _IMPERATIVE_COLUMN = _COLUMN["imperative_start"]
+# Each byte of a cue mask as its eight bits, as floats: the cue columns of a row, a byte at a time.
+_BYTE_FLOATS = [tuple(1.0 if b >> k & 1 else 0.0 for k in range(8)) for b in range(256)]
+_BYTE_SHIFTS = range(0, _CUE_COUNT, 8)
 
 
 def _dense(
@@ -834,7 +841,7 @@ def _dense(
     after_address: bool,
 ) -> list[float]:
     """The hand-designed features of a segment, in ``_BASE`` order."""
-    dense = [1.0 if found >> k & 1 else 0.0 for k in range(_CUE_COUNT)]
+    dense = [x for shift in _BYTE_SHIFTS for x in _BYTE_FLOATS[found >> shift & 255]][:_CUE_COUNT]
     # "others" are the words of the rest of the text: context words not in this segment, and this
     # segment's words that occur elsewhere too. Counted without building the set: its size is
     # len(context) - (own words in context) + shared, and its overlap with own is shared.
@@ -1028,12 +1035,16 @@ class Detector:
         cues = _text_cues(own_text, literals)
         buckets: list[int] = []
         sizes, states, n_words, owns = [], [], [], []
+        ascii_text = own_text.isascii()
         for segment in parts:
             words = _WORD.findall(segment)
-            runs = _CJK.findall(segment)
-            tokens = _token_buckets(words, runs)
-            buckets += tokens
-            sizes.append(len(tokens))
+            runs = [] if ascii_text else _CJK.findall(segment)
+            first = len(buckets)
+            # Unmasked CRCs (masked below, all at once): most bigrams of a new text are new, and
+            # hashing them is cheaper than a cache that misses.
+            buckets += map(zlib.crc32, map(str.encode, _tokens(words, runs)))
+            buckets += chain.from_iterable(map(_gram_buckets, words))
+            sizes.append(len(buckets) - first)
             states.append(_cue_state(segment, cues))
             n_words.append(len(words))
             owns.append(_own_words(words, runs))
@@ -1049,7 +1060,7 @@ class Detector:
         # Hashed features: each segment's bucket counts, L2-normalised, dotted with the weights.
         segment_of = np.repeat(np.arange(len(parts), dtype=np.int64), sizes)
         keys, counts = np.unique(
-            segment_of * HASH_DIM + np.asarray(buckets, dtype=np.int64), return_counts=True
+            segment_of * HASH_DIM + (np.asarray(buckets, dtype=np.int64) & (HASH_DIM - 1)), return_counts=True
         )
         owner, bucket = np.divmod(keys, HASH_DIM)
         c = counts.astype(np.float64)
