@@ -312,8 +312,10 @@ def _save(path: Path, payload: bytes) -> None:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
-        # One database is kept: those of other pattern sets (earlier versions) are removed.
-        for old in path.parent.glob("screen-*.hsdb"):
+        # One database is kept: those of other pattern sets (earlier versions) are removed, and so
+        # are files a writer killed before its rename left (a writer still running then only
+        # fails to cache, and the next process compiles again).
+        for old in (*path.parent.glob("screen-*.hsdb"), *path.parent.glob(".screen-*")):
             if old != path:
                 old.unlink(missing_ok=True)
     except OSError:

@@ -671,7 +671,8 @@ class Prefiltered:
             literals = lowered
         possible = literals.screened() if self._offset >= 0 else None
         if possible is not None:
-            return self.screened_narrowed(literals, possible >> self._offset & self._all)
+            key = literals.satisfied(self._union) & self._union_mask
+            return self._narrowed_screened(key, possible >> self._offset & self._all)
         # Texts that satisfy the same of this alternation's clauses get the same alternatives.
         key = literals.satisfied(self._union) & self._union_mask
         try:
@@ -682,11 +683,6 @@ class Prefiltered:
         if len(self._by_satisfied) < _MAX_NARROWED:
             self._by_satisfied[key] = pattern
         return pattern
-
-    def screened_narrowed(self, literals: Literals, possible: int) -> re.Pattern[str] | None:
-        """``narrowed`` for a text the screen answered: ``possible`` holds this alternation's bits of
-        its answer; an alternative is kept if the screen let it through and the text has its literals."""
-        return self._narrowed_screened(literals.satisfied(self._union) & self._union_mask, possible)
 
     def _narrowed_screened(self, key: int, possible: int) -> re.Pattern[str] | None:
         """The alternatives whose clauses the text satisfies and that the screen did not rule out."""
@@ -728,8 +724,7 @@ class PrefilteredGroup:
     screen says of the text and by the literals of the alternatives it did not rule out.
 
     ``narrowed`` returns ``derive`` of the members' patterns, in order (``None`` for a member with
-    nothing left): each as the member's ``narrowed`` gives it, or, for a member never screened, its
-    whole alternation (the same matches).
+    nothing left), each as the member's ``narrowed`` gives it. Every member is screened.
     """
 
     def __init__(
@@ -737,24 +732,23 @@ class PrefilteredGroup:
         members: Sequence[Prefiltered],
         derive: Callable[[tuple[re.Pattern[str] | None, ...]], Any] = lambda patterns: patterns,
     ) -> None:
-        if any(m._ignorecase for m in members):
-            raise ValueError("a group narrows case-sensitive alternations only")
+        if not members or any(m._offset < 0 for m in members):
+            raise ValueError("a group narrows screened alternations only")
         self.members = tuple(members)
         self._derive = derive
-        screened = [m for m in self.members if m._offset >= 0]
-        self._low = min((m._offset for m in screened), default=0)
-        high = max((m._offset + len(m.alternatives) for m in screened), default=0)
-        self._mask = (1 << (high - self._low)) - 1 if screened else 0
-        # Each screened alternative's literal clauses, by its bit in the group's part of the answer.
+        self._low = min(m._offset for m in self.members)
+        high = max(m._offset + len(m.alternatives) for m in self.members)
+        self._mask = (1 << (high - self._low)) - 1
+        # Each alternative's literal clauses, by its bit in the group's part of the screen's answer.
         self._clauses = [0] * (high - self._low)
-        for m in screened:
+        for m in self.members:
             for i, mask in enumerate(m._masks):
                 self._clauses[m._offset - self._low + i] = mask
         self._cache: dict[tuple[int, int], Any] = {}
         self._lock = threading.Lock()
 
     def narrowed(self, literals: Literals) -> Any:
-        possible = literals.screened() if self._mask else None
+        possible = literals.screened()
         if possible is None or literals._known < 0:
             return self._derive(tuple(m.narrowed(literals) for m in self.members))
         answer = possible >> self._low & self._mask
@@ -770,10 +764,7 @@ class PrefilteredGroup:
         except KeyError:
             pass
         out = self._derive(
-            tuple(
-                m._narrowed_screened(sat, possible >> m._offset & m._all) if m._offset >= 0 else m.pattern
-                for m in self.members
-            )
+            tuple(m._narrowed_screened(sat, possible >> m._offset & m._all) for m in self.members)
         )
         with self._lock:
             if len(self._cache) >= _MAX_NARROWED:
