@@ -622,11 +622,15 @@ def test_recalls_racing_re_embedding_never_rank_across_models(store: MemoryStore
     outcomes = {"ranked": 0}
     refusals: list[str] = []
     lock = threading.Lock()
+    # The writers start once both readers are reading, so the race is run however the threads
+    # are scheduled (a busy machine could otherwise finish every re-embedding first).
+    reading = threading.Barrier(4)
 
     def writer(seed: int) -> None:
         # Each writer re-embeds its own records (even or odd), a different subset each time.
         own = records[seed::2]
         try:
+            reading.wait(60)
             for n in range(12):
                 chosen = [r for i, r in enumerate(own) if (i + n) % 2 == 0] or own[:1]
                 reembed(store, chosen, (1.0, 0.5), "m-b" if (n + seed) % 2 else "m-a")
@@ -637,7 +641,10 @@ def test_recalls_racing_re_embedding_never_rank_across_models(store: MemoryStore
 
     def reader() -> None:
         try:
-            while not stop.is_set():
+            reading.wait(60)
+            first = True  # at least one recall each, however soon the writers finish
+            while first or not stop.is_set():
+                first = False
                 try:
                     found = store.recall(
                         ctx(tenant), "gateway", query_embedding=(1.0, 0.0), query_embedding_model="m-a"
