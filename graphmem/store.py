@@ -63,6 +63,7 @@ from graphmem.model import (
     utcnow,
 )
 from graphmem.model.base import validated
+from graphmem.model.records import ERASED_UNREAD
 from graphmem.ranking import SELECTOR_VERSION, Document, embedding_mismatch
 from graphmem.receipts import build_receipt, receipt_differences, receipt_problems
 from graphmem.write_ops import WriteGateOps
@@ -742,8 +743,11 @@ class MemoryStore(LineageOps, WriteGateOps):
         gone = sorted(set(receipt.selected_ids) - set(reasons))
         # Outside the read: the audit log flushes queued recall events first (a write). The
         # log only grows and a version kept after as_of never changes, so reading them after
-        # the replay cannot disagree with it.
-        touched = self._touched_by_forgets(ctx.tenant, ctx.known_at, reasons)
+        # the replay cannot disagree with it. An erase the replay saw by its deleted key alone
+        # (its graph update and forget event not committed yet) is one of them too: read
+        # before the log, so an erase that commits in between is in the log instead.
+        unrecorded = self._erased_unrecorded(ctx.tenant, reasons)
+        touched = sorted({*self._touched_by_forgets(ctx.tenant, ctx.known_at, reasons), *unrecorded})
         if not touched or gone:
             return VerifyResult(
                 status="mismatch", differences=tuple(receipt_differences(receipt, again, gone))
@@ -773,6 +777,19 @@ class MemoryStore(LineageOps, WriteGateOps):
                 status="mismatch", differences=tuple(receipt_differences(receipt, again, gone))
             )
         return VerifyResult(status="changed_since", forgotten=tuple(forgotten), unchecked=tuple(unchecked))
+
+    def _erased_unrecorded(self, tenant: str, reasons: dict[str, DropReason | None]) -> set[str]:
+        """The candidates dropped as erased because their data key is gone while the graph
+        has not recorded their erase (an erase between deleting the key and committing, on
+        a backend that deletes it first, or one a crash cut short)."""
+        erased = [rid for rid, reason in reasons.items() if reason is DropReason.ERASED]
+        if not erased:
+            return set()
+        return {
+            r.id
+            for r in self.backend.get_many(tenant, erased)
+            if r.tombstone is not None and r.tombstone.reason == ERASED_UNREAD
+        }
 
     def _touched_by_forgets(
         self, tenant: str, as_of: datetime, reasons: dict[str, DropReason | None]

@@ -12,9 +12,10 @@ erased; a store written before encryption is refused for erase until `graphmem m
 from __future__ import annotations
 
 import os
+import threading
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,7 @@ from graphmem import (
     Source,
     Status,
     Trust,
+    VerifyResult,
     WriteProposal,
 )
 from graphmem.backends.keystore import SqliteKeyStore
@@ -41,7 +43,7 @@ from graphmem.cli import cli
 from graphmem.policy import normalised_key
 from graphmem.testing import neo4j_server
 from graphmem.testing.neo4j_server import LocalNeo4j, Neo4jTarget
-from tests.conftest import KNOWN
+from tests.conftest import KNOWN, Clock
 
 pytestmark = pytest.mark.neo4j
 
@@ -306,7 +308,8 @@ def test_a_crash_between_deleting_the_key_and_updating_the_graph_leaves_the_reco
     ctx = ReadContext(
         tenant=tenant, scopes=("workspace:w1",), now=T0, as_of=KNOWN, environment=(m["precond"],)
     )
-    assert "p1" in store.recall(ctx, "retry").ids
+    recalled = store.recall(ctx, "retry")
+    assert "p1" in recalled.ids
 
     def crash(*_: object) -> None:
         raise RuntimeError("the process died here")
@@ -330,6 +333,9 @@ def test_a_crash_between_deleting_the_key_and_updating_the_graph_leaves_the_reco
         assert m["content"] not in got.model_dump_json()
         assert "p1" not in reader.recall(ctx, "retry").ids
         assert reader.explain(ctx, "p1").reason is DropReason.ERASED
+        # A receipt that used it: changed since, by an erase no forget event records.
+        verified = reader.verify(recalled.receipt, ctx)
+        assert (verified.status, verified.forgotten) == ("changed_since", ("p1",))
         assert reader.backend.with_tag(tenant, m["tag"])[0].status is Status.ERASED
     # Running the erase again finishes it: the graph now holds the tombstone.
     report = fresh.forget(erase)
@@ -339,6 +345,51 @@ def test_a_crash_between_deleting_the_key_and_updating_the_graph_leaves_the_reco
     assert stone.tombstone is not None
     assert stone.tombstone.requested_by == "dpo"
     assert fresh.get(tenant, "e2").status is Status.ACTIVE  # type: ignore[union-attr]
+
+
+def _forget(tenant: str, rid: str, mode: ForgetMode) -> ForgetRequest:
+    return ForgetRequest(tenant=tenant, target=rid, mode=mode, reason="asked", requested_by="u")
+
+
+def test_a_verify_between_an_erases_key_deletion_and_its_graph_update_says_changed_since(
+    neo4j_driver: object, neo4j_target: Neo4jTarget, tenant: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An erase deletes the record's data key, then updates the graph and records the forget
+    # in one transaction. A verify reading in between finds the record unreadable (erased)
+    # and no forget recorded yet: it answered `mismatch` (seen once in CI, verifies racing a
+    # revoke then an erase). Whichever side of the erase it reads, it answers as after it
+    # (the key is gone for good) or as before it (a held copy), never a mismatch.
+    clock = Clock(T0)
+    backend = Neo4jBackend(neo4j_driver, uri=neo4j_target.uri or "")  # type: ignore[arg-type]
+    store = MemoryStore(backend, clock=clock)
+    ids = ["e0", "e1", "e2"]
+    episodes = [_episode(tenant, rid, _markers(f"{rid}{tenant[-6:]}"), f"s-{rid}") for rid in ids]
+    store.add_many([e.model_copy(update={"created_at": T0}) for e in episodes])
+    then = ReadContext(tenant=tenant, scopes=("workspace:w1",), now=T0 + timedelta(days=10))
+    receipt = store.recall(then, "capture failed").receipt
+    assert sorted(receipt.selected_ids) == ids
+    clock.at = T0 + timedelta(days=20)
+    store.forget(_forget(tenant, "e0", ForgetMode.REVOKE))
+    seen: list[VerifyResult] = []
+    plain = backend._drop_held
+
+    def between(written: list[tuple[str, str]]) -> None:
+        plain(written)
+        if seen:  # once: before the write (it is called again after the commit)
+            return
+        # The keys are deleted, the graph is not updated: another thread verifies (this
+        # one holds the erase's open transaction).
+        reader = threading.Thread(target=lambda: seen.append(store.verify(receipt, then)))
+        reader.start()
+        reader.join(timeout=60)
+
+    monkeypatch.setattr(backend, "_drop_held", between)
+    store.forget(_forget(tenant, "e1", ForgetMode.ERASE))
+    monkeypatch.undo()
+    assert len(seen) == 1
+    after = store.verify(receipt, then)
+    assert (after.status, after.forgotten) == ("changed_since", ("e0", "e1"))
+    assert (seen[0].status, seen[0].forgotten) == ("changed_since", ("e0", "e1"))
 
 
 @pytest.mark.parametrize("backend", ["persisted", "neo4j"])

@@ -41,13 +41,12 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from graphmem.backends.keystore import KeyStore, Owner
 from graphmem.model import MemoryRecord, Source, Status, Tombstone
 from graphmem.model.erasure import erase_record
+from graphmem.model.records import ERASED_UNREAD
 
 __all__ = ["ERASED_UNREAD", "SEALED_FINGERPRINT", "Crypt", "SealedRecord"]
 
 _VERSION = b"\x01"
 _Doc = tuple[str, tuple[float, ...] | None, str | None]
-#: The tombstone of a record whose key was deleted before its node was rewritten.
-ERASED_UNREAD = "erased: its data key was deleted before the graph was updated"
 #: How a sealed fingerprint starts; a fingerprint without it was written in clear (before
 #: fingerprints were sealed, or a tombstone's, which hashes only what the tombstone keeps).
 SEALED_FINGERPRINT = "s1:"

@@ -76,6 +76,12 @@ class Source(GraphmemModel):
     status: Literal["active", "revoked", "erased"] = "active"
 
 
+#: A tombstone's reason for a record whose data key is gone while the graph had not
+#: recorded its erase (an erase in progress between the two, or one a crash cut short):
+#: erased, never readable, and no forget recorded yet.
+ERASED_UNREAD = "erased: its data key was deleted before the graph was updated"
+
+
 class Tombstone(GraphmemModel):
     """What remains known about an erased record: when, why and at whose request."""
 
