@@ -520,8 +520,8 @@ class _Sorted:
     * ``last``: ``\\b(?:…)\\W*$``: the segment's last token is one of them (a segment has no line break);
     * ``anchored``: alternatives that begin with ``^``: tried at the segment's start only;
     * ``led``: alternatives that begin with ``\\b`` and words (``leads``): a match begins where a token
-      begins with one of them, and is tried only there (written to begin with the word, see
-      ``graphmem.policy.prefilter.literal_first``);
+      begins with one of them, so they are searched for only in a segment with such a token
+      (written to begin with the word, see ``graphmem.policy.prefilter.literal_first``);
     * ``rest``: every other alternative, searched for.
     """
 
@@ -657,11 +657,9 @@ class _TextCues:
     def bits(self, segment: str, wanted: int = _CUE_MASK) -> int:
         """The bits of the cues (of ``wanted``) found in ``segment``."""
         tokens = _TOKEN.findall(segment)
-        each = list(map(_token_bits, tokens))
-        found = reduce(operator.or_, each, 0)
+        found = reduce(operator.or_, map(_token_bits, tokens), 0)
         if tokens:
             found |= _last_bits(tokens[-1])
-        starts: list[int] | None = None
         for bit, anchored, led, rest in self._regexes:
             if not bit & wanted or found & bit:
                 continue
@@ -669,14 +667,8 @@ class _TextCues:
                 rest is not None and rest.search(segment)
             ):
                 found |= bit
-            elif led is not None and found >> _LEAD_SHIFT & bit:
-                if starts is None:
-                    starts = [m.start() for m in _TOKEN.finditer(segment)]
-                lead = bit << _LEAD_SHIFT
-                for start, token_bits in zip(starts, each, strict=True):
-                    if token_bits & lead and led.match(segment, start):
-                        found |= bit
-                        break
+            elif led is not None and found >> _LEAD_SHIFT & bit and led.search(segment):
+                found |= bit
         return found & wanted
 
     def hits(self, segment: str) -> dict[str, float]:
