@@ -663,11 +663,11 @@ class _TextCues:
         for bit, anchored, led, rest in self._regexes:
             if not bit & wanted or found & bit:
                 continue
-            if (anchored is not None and anchored.match(segment)) or (
-                rest is not None and rest.search(segment)
+            if (
+                (anchored is not None and anchored.match(segment))
+                or (rest is not None and rest.search(segment))
+                or (led is not None and found >> _LEAD_SHIFT & bit and led.search(segment))
             ):
-                found |= bit
-            elif led is not None and found >> _LEAD_SHIFT & bit and led.search(segment):
                 found |= bit
         return found & wanted
 
