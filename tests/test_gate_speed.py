@@ -11,6 +11,7 @@ import json
 import re
 import unicodedata
 import urllib.parse
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -267,6 +268,26 @@ def test_fast_text_helpers_equal_the_loops(text: str) -> None:
     assert text_mod.deobfuscate(text) == _old_deobfuscate(text)
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(["a", " ", "\n", "é", "\xa0", *map(chr, range(32))]), max_size=40))
+def test_other_space_is_what_the_regex_calls_other_space(text: str) -> None:
+    assert text_mod._other_space(text) == bool(text_mod._OTHER_SPACE.search(text))
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["ask", "you", "日本語", "テキスト", "é", " ", ".", "!", "a", "1", "ü", "Ω", "x y"]),
+        max_size=20,
+    ).map("".join)
+)
+def test_token_crcs_are_the_crcs_of_the_tokens(text: str) -> None:
+    # The detector hashes bigrams without building them: the same CRCs, as a multiset.
+    words, runs = detector_mod._WORD.findall(text), detector_mod._CJK.findall(text)
+    tokens = detector_mod._tokens(words, runs)
+    assert sorted(detector_mod._token_crcs(words, runs)) == sorted(zlib.crc32(t.encode()) for t in tokens)
+
+
 _markup = st.lists(
     st.sampled_from(
         [
@@ -318,6 +339,8 @@ _spaced = st.lists(st.sampled_from(["a", "b", "1", "é", "ab", " ", ".", "-", "_
 @given(_spaced.map("".join))
 def test_unspace_equals_the_reference_on_spaced_letters(text: str) -> None:
     assert text_mod._unspace(text) == _old_unspace(text)
+    # The hint is found wherever a spaced run is.
+    assert bool(text_mod._SPACED_HINT.search(text)) or not text_mod._SPACED.search(text)
 
 
 def test_requirements_are_what_every_match_contains() -> None:

@@ -777,6 +777,25 @@ def _tokens(words: list[str], runs: list[str]) -> list[str]:
     return tokens
 
 
+_CARET_CRC = zlib.crc32(b"^")
+_END_CRC = zlib.crc32(b"$")
+_SPACED_END = b" $"
+
+
+def _token_crcs(words: list[str], runs: list[str]) -> list[int]:
+    """The CRC-32 of each of ``_tokens``'s tokens (unmasked), in another order: the words, the end,
+    the bigrams, the CJK bigrams. A bigram's is its second word's continued from its first's
+    (CRC-32 of "a b" = CRC-32 of " b" from CRC-32 of "a"), so no bigram is built."""
+    encoded = list(map(str.encode, words))
+    crcs = list(map(zlib.crc32, encoded))
+    crcs.append(_END_CRC)
+    crcs += map(zlib.crc32, [b" " + word for word in encoded], [_CARET_CRC, *crcs[:-1]])
+    crcs.append(zlib.crc32(_SPACED_END, crcs[len(encoded) - 1] if encoded else _CARET_CRC))
+    for run in runs:
+        crcs += map(zlib.crc32, map(str.encode, [run[k : k + 2] for k in range(len(run) - 1)]))
+    return crcs
+
+
 def _token_buckets(words: list[str], runs: list[str]) -> list[int]:
     """The hash bucket of each of a segment's tokens (``_tokens``), then of each word's 4-grams."""
     buckets = list(map(_bucket, _tokens(words, runs)))
@@ -1025,7 +1044,8 @@ class Detector:
         if not parts:
             return np.empty(0)
         cues = _text_cues(own_text, literals)
-        buckets: list[int] = []
+        # Unsigned 32-bit CRCs, straight into a buffer NumPy reads without a copy.
+        buckets = array.array(_CRC_TYPECODE)
         sizes, states, n_words, owns = [], [], [], []
         ascii_text = own_text.isascii()
         for segment in parts:
@@ -1034,8 +1054,8 @@ class Detector:
             first = len(buckets)
             # Unmasked CRCs (masked below, all at once): most bigrams of a new text are new, and
             # hashing them is cheaper than a cache that misses.
-            buckets += map(zlib.crc32, map(str.encode, _tokens(words, runs)))
-            buckets += chain.from_iterable(map(_gram_buckets, words))
+            buckets.extend(_token_crcs(words, runs))
+            buckets.extend(chain.from_iterable(map(_gram_buckets, words)))
             sizes.append(len(buckets) - first)
             states.append(_cue_state(segment, cues))
             n_words.append(len(words))
@@ -1052,7 +1072,8 @@ class Detector:
         # Hashed features: each segment's bucket counts, L2-normalised, dotted with the weights.
         segment_of = np.repeat(np.arange(len(parts), dtype=np.int64), sizes)
         keys, counts = np.unique(
-            segment_of * HASH_DIM + (np.asarray(buckets, dtype=np.int64) & (HASH_DIM - 1)), return_counts=True
+            segment_of * HASH_DIM + (np.frombuffer(buckets, dtype=np.uint32) & (HASH_DIM - 1)),
+            return_counts=True,
         )
         owner, bucket = np.divmod(keys, HASH_DIM)
         c = counts.astype(np.float64)
@@ -1063,6 +1084,14 @@ class Detector:
         dense = np.asarray(rows, dtype=np.float64)
         logits: NDArray[np.float64] = self.bias + z + dense @ dense_w + ((dense @ pair_w) * dense).sum(axis=1)
         return logits
+
+
+def _crc_typecode() -> str:
+    """An ``array`` type code of exactly 32 unsigned bits (what ``zlib.crc32`` gives)."""
+    return next(code for code in ("I", "L") if array.array(code).itemsize == 4)
+
+
+_CRC_TYPECODE = _crc_typecode()
 
 
 def decode_weights(blob: str) -> tuple[float, ...]:

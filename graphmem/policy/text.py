@@ -49,7 +49,8 @@ _HEX = re.compile(r"(?:\\x|0x)?(?:[0-9a-fA-F]{2}(?:[\s:,]|\\x)?){8,}")
 _HEX_RUN = re.compile(r"[0-9a-fA-Fx\\\s:,]{16,}")
 _ESCAPES = re.compile(r"\\u[0-9a-fA-F]{4}|\\x[0-9a-fA-F]{2}|&#x?[0-9a-fA-F]+;|&[a-z]+;")
 _SPACED = re.compile(r"(?<!\w)\w(?P<sep>[ .\-_*·/|])\w(?:(?P=sep)\w)+(?!\w)")
-_SPACED_HINT = re.compile(r"[ .\-_*·/|]\w[ .\-_*·/|]\w")
+# The last four characters of every _SPACED match and the boundary after them; most texts have none.
+_SPACED_HINT = re.compile(r"[ .\-_*·/|]\w[ .\-_*·/|]\w(?!\w)")
 # Starts at the separator, so the regex engine skips quickly to candidates.
 _INWORD = re.compile(r"[\-.·_*](?<=\w[\-.·_*])(?=\w)")
 _CODE_FENCE = re.compile(r"```.*?(?:```|$)|~~~.*?(?:~~~|$)", re.S)
@@ -138,9 +139,20 @@ def _strip_accents(text: str) -> str:
 def fold(text: str) -> str:
     """NFKC, accents off Latin letters, case-folded, runs of spaces and of line breaks collapsed."""
     text = _strip_accents(unicodedata.normalize("NFKC", text)).casefold()
-    if "  " not in text and "\n" not in text and not _OTHER_SPACE.search(text):
+    if "  " not in text and "\n" not in text and not _other_space(text):
         return text.strip()  # every run of spaces is one space already
     return _NL.sub("\n", _WS.sub(" ", text)).strip()
+
+
+# The ASCII characters _OTHER_SPACE matches: looked for one by one in ASCII text (faster).
+_ASCII_OTHER_SPACES = tuple(c for c in map(chr, range(128)) if _OTHER_SPACE.match(c))
+
+
+def _other_space(text: str) -> bool:
+    """Whether ``text`` has white space other than spaces and line breaks."""
+    if text.isascii():
+        return any(map(text.__contains__, _ASCII_OTHER_SPACES))
+    return _OTHER_SPACE.search(text) is not None
 
 
 def _deconfuse(text: str) -> str:
@@ -156,11 +168,16 @@ def _deconfuse(text: str) -> str:
     return re.sub(r"\w+", fix, text)
 
 
-def _deleet(text: str, table: dict[int, str]) -> str:
+def _leety(text: str) -> bool:
+    """Whether undoing leetspeak may change ``text`` (under any table)."""
     # Only tokens (runs of [\w@$|!]) holding both a lower-case letter and a digit or symbol change.
     # No token holds a letter after a digit or symbol (found in the text or in the text reversed):
     # nothing changes.
-    if not (_LEET_THEN_LETTER.search(text) or _LEET_THEN_LETTER.search(text[::-1])):
+    return bool(_LEET_THEN_LETTER.search(text) or _LEET_THEN_LETTER.search(text[::-1]))
+
+
+def _deleet(text: str, table: dict[int, str]) -> str:
+    if not _leety(text):
         return text
     # Each run of digits and symbols, widened to its token; a token is looked at once.
     out: list[str] = []
@@ -182,7 +199,7 @@ def _deleet(text: str, table: dict[int, str]) -> str:
 
 def _unspace(text: str) -> str:
     # "i g n o r e  a l l" / "i.g.n.o.r.e a.l.l" -> "ignore all"; "in-struc-tions" -> "instructions"
-    if _SPACED_HINT.search(text):  # every _SPACED match holds "<sep><letter><sep><letter>"
+    if _SPACED_HINT.search(text):  # every _SPACED match ends with what it finds
         text = _SPACED.sub(lambda m: m.group(0).replace(m.group("sep"), ""), text)
     return _INWORD.sub("", text)
 
@@ -205,8 +222,9 @@ def _undone(text: str, fold: Callable[[str], str]) -> tuple[list[str], bool]:
     squashed = base if unspaced == deconfused else fold(unspaced)
     variants = {base, squashed}
     unspace: dict[str, str] = {}
+    leety = _leety(base)
     for table in (_LEET, _LEET_ALL):
-        deleeted = _deleet(base, table)
+        deleeted = _deleet(base, table) if leety else base
         variants.add(deleeted)
         if deleeted not in unspace:
             unspace[deleeted] = _unspace(deleeted)
