@@ -305,6 +305,29 @@ _REACH = 48  # how far past an edit the shared characters are looked for
 _MAX_EDITS = 32
 
 
+def _from_base(base: Literals, text: str) -> int | None:
+    """The clauses ``text`` may satisfy, from a ``base`` text it differs from in a few small edits:
+    the base's and those of the windows around the edits; ``None`` if the edits are not few and
+    small. A literal in ``text`` lies in a piece it shares with the base (so the base has it) or
+    overlaps or touches an edit, within a literal's length of it."""
+    spans = _edits(base.text, text)
+    if spans is None:
+        return None
+    margin = _LONGEST[0] - 1
+    windows: list[list[int]] = []
+    for start, end in spans:
+        lo, hi = max(0, start - margin), end + margin
+        if windows and lo <= windows[-1][1]:
+            windows[-1][1] = max(windows[-1][1], hi)
+        else:
+            windows.append([lo, hi])
+    if 4 * sum(hi - lo for lo, hi in windows) >= len(text):
+        return None
+    # Joined by a character no literal has, so no literal is made across a join.
+    joined = "\x00".join(text[lo:hi] for lo, hi in windows)
+    return base._indexed() | Literals(joined)._indexed()
+
+
 def _edits(a: str, b: str) -> list[tuple[int, int]] | None:
     """Spans of ``b`` (possibly empty: a deletion) outside of which ``b`` is made of pieces of ``a``,
     in order, each piece checked equal; ``None`` if no such few, small edits are found.
@@ -399,8 +422,16 @@ class Literals:
         total = len(_NEED_LIST)
         if self._known == total:
             return self._sat
-        # One scan for every literal (graphmem.policy.engine), if installed: exact, so no base or
-        # rot13 shortcut is needed.
+        # A view that differs from its base in a few places: the base's clauses and those of the
+        # windows around the edits (a short scan), before any scan of the whole text. (Not a
+        # rot13 view: it differs from its base everywhere.)
+        if self._known == 0 and (base := self._base) is not None and self._rot13_of is None:
+            self._base = None
+            sat = _from_base(base, self.text)
+            if sat is not None:
+                self._sat, self._known = sat, total
+                return sat
+        # One scan for every literal (graphmem.policy.engine), if installed: exact.
         exact = _engine.satisfied(self.text, total, _literal_bits)
         if exact is not None:
             self._sat, self._known = exact, total
@@ -417,26 +448,12 @@ class Literals:
                             sat |= bits
                 self._sat, self._known = sat, total
                 return sat
-        if self._known == 0 and (base := self._base) is not None:
+        if self._known == 0 and (base := self._base) is not None:  # the rot13 of another view
             self._base = None
-            spans = _edits(base.text, self.text)
-            if spans is not None:
-                # A literal in this text lies in a piece it shares with the base text (so the base
-                # has it) or overlaps or touches an edit, within a literal's length of it.
-                margin = _LONGEST[0] - 1
-                windows: list[list[int]] = []
-                for start, end in spans:
-                    lo, hi = max(0, start - margin), end + margin
-                    if windows and lo <= windows[-1][1]:
-                        windows[-1][1] = max(windows[-1][1], hi)
-                    else:
-                        windows.append([lo, hi])
-                if 4 * sum(hi - lo for lo, hi in windows) < len(self.text):
-                    # Joined by a character no literal has, so no literal is made across a join.
-                    joined = "\x00".join(self.text[lo:hi] for lo, hi in windows)
-                    self._sat = base._indexed() | Literals(joined)._indexed()
-                    self._known = total
-                    return self._sat
+            sat = _from_base(base, self.text)
+            if sat is not None:
+                self._sat, self._known = sat, total
+                return sat
         signature = self._signature
         if signature is None:
             signature = self._signature = _text_signature(self.text)
