@@ -274,6 +274,13 @@ def test_other_space_is_what_the_regex_calls_other_space(text: str) -> None:
     assert text_mod._other_space(text) == bool(text_mod._OTHER_SPACE.search(text))
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=60))
+def test_ascii_tokenisers_equal_the_unicode_ones_on_ascii_text(text: str) -> None:
+    assert detector_mod._WORD_ASCII.findall(text) == detector_mod._WORD.findall(text)
+    assert detector_mod._TOKEN_ASCII.findall(text) == detector_mod._TOKEN.findall(text)
+
+
 @settings(max_examples=400, deadline=None)
 @given(
     st.lists(

@@ -86,6 +86,8 @@ _LEAD_IN = re.compile(r"^(?:[^\W\d_]+\.?\s+){0,4}[^\W\d_]+\s*[:,]\s*")
 _ADDRESS_LEAD = re.compile(r"^(?:[^\s:：,，]+\s+){0,7}[^\s:：,，]+\s*[:：,，]")
 _ADDRESSEES = ("addressee_ai", "processor")  # the cues that name whom a lead-in addresses
 _WORD = re.compile(r"[^\W\d_]+(?:'[a-z]+)?", re.U)
+# The same on ASCII text, where a letter is [A-Za-z] (faster).
+_WORD_ASCII = re.compile(r"[A-Za-z]+(?:'[a-z]+)?")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]+")
 _CONTENT_MIN = 4
 # Quotations of 12 characters or more: the author reports what someone said (an incident report, an
@@ -447,6 +449,7 @@ CUES: dict[str, re.Pattern[str]] = {
     name: re.compile("|".join(f"(?:{w})" for w in words)) for name, words in _CUE_WORDS.items()
 }
 _TOKEN = re.compile(r"\w+")
+_TOKEN_ASCII = re.compile(r"[0-9A-Za-z_]+")  # the same on ASCII text (faster)
 _EXACT_LIMIT = 64
 
 
@@ -656,7 +659,7 @@ class _TextCues:
 
     def bits(self, segment: str, wanted: int = _CUE_MASK) -> int:
         """The bits of the cues (of ``wanted``) found in ``segment``."""
-        tokens = _TOKEN.findall(segment)
+        tokens = (_TOKEN_ASCII if segment.isascii() else _TOKEN).findall(segment)
         found = reduce(operator.or_, map(_token_bits, tokens), 0)
         if tokens:
             found |= _last_bits(tokens[-1])
@@ -1048,8 +1051,9 @@ class Detector:
         buckets = array.array(_CRC_TYPECODE)
         sizes, states, n_words, owns = [], [], [], []
         ascii_text = own_text.isascii()
+        words_of = (_WORD_ASCII if ascii_text else _WORD).findall
         for segment in parts:
-            words = _WORD.findall(segment)
+            words = words_of(segment)
             runs = [] if ascii_text else _CJK.findall(segment)
             first = len(buckets)
             # Unmasked CRCs (masked below, all at once): most bigrams of a new text are new, and
