@@ -7,6 +7,7 @@ patched into ``graphmem.policy.text`` for the reference run).
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 import unicodedata
@@ -27,7 +28,7 @@ from graphmem.policy import engine as engine_mod
 from graphmem.policy import prefilter as prefilter_mod
 from graphmem.policy import text as text_mod
 from graphmem.policy.detector import load_detector
-from graphmem.policy.poisoning import concealed_findings, scan_poisoning
+from graphmem.policy.poisoning import _RULE_GROUP, concealed_findings, scan_poisoning
 from graphmem.policy.prefilter import Literals, Prefiltered, requirements
 from graphmem.policy.rules import RULES
 from graphmem.policy.secrets import find_secrets
@@ -253,6 +254,17 @@ _mixed = st.lists(
 def test_fast_scan_equals_reference_on_generated_texts(text: str) -> None:
     assert_same(text)
     assert_same(text.upper())
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_mixed)
+def test_a_group_narrowed_literals_first_is_narrowed_as_screen_first(text: str) -> None:
+    # A rot13 view looks its literals up before the screen: the same narrowed rules, whether the
+    # literals rule every rule out (most rot13 text) or not (the rot13 of a rot13 attack).
+    for view in (text, codecs.encode(text, "rot13")):
+        first = _RULE_GROUP.narrowed(Literals(view), literals_first=True)
+        screened = _RULE_GROUP.narrowed(Literals(view))
+        assert [p and p.pattern for p in first] == [p and p.pattern for p in screened]
 
 
 @settings(max_examples=200, deadline=None)
