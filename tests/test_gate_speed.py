@@ -267,6 +267,50 @@ def test_a_group_narrowed_literals_first_is_narrowed_as_screen_first(text: str) 
         assert [p and p.pattern for p in first] == [p and p.pattern for p in screened]
 
 
+_ALTERNATIVE = st.sampled_from(
+    [
+        r"\bab",
+        r"a+b",
+        r"b(?=a)",
+        r"(?<!a)b",
+        r"^a",
+        r"a$",
+        r"\ba\s+b\b",
+        r"(x)?a",
+        r"ab|ba",
+        r"[ab]{2,3}",
+        r"(?<=\bb)a",
+        r"\w+ c",
+        r"",
+    ]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(_ALTERNATIVE, min_size=2, max_size=5),
+    st.text(alphabet="ab cx\n", max_size=24),
+    st.integers(0, 3),
+)
+def test_alternatives_tried_one_at_a_time_find_what_their_alternation_finds(
+    alternatives: list[str], text: str, pos: int
+) -> None:
+    # A narrowed alternation not compiled yet: the same spans from match and search, the same
+    # matches from finditer, before and after it is compiled.
+    whole = re.compile("|".join(f"(?:{a})" for a in alternatives), re.M)
+    tried = prefilter_mod.Alternatives(tuple(re.compile(f"(?:{a})", re.M) for a in alternatives), re.M)
+    assert tried.pattern == whole.pattern
+    for _ in range(2):
+        for k in range(pos, len(text) + 1):
+            for ours, theirs in (
+                (tried.match(text, k), whole.match(text, k)),
+                (tried.search(text, k), whole.search(text, k)),
+            ):
+                assert (ours and ours.span()) == (theirs and theirs.span())
+        assert [m.span() for m in tried.finditer(text)] == [m.span() for m in whole.finditer(text)]
+        tried._calls = prefilter_mod._COMPILE_AFTER  # the next use compiles it
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=80))
 def test_fast_text_helpers_equal_the_loops(text: str) -> None:

@@ -47,6 +47,7 @@ from numpy.typing import NDArray
 from graphmem.errors import GraphmemError
 from graphmem.policy.prefilter import (
     Literals,
+    Matcher,
     Prefiltered,
     PrefilteredGroup,
     group_end,
@@ -623,7 +624,7 @@ def _last_bits(token: str) -> int:
     return _LAST_BITS.get(token, 0)
 
 
-_Regexes = tuple[int, "re.Pattern[str] | None", "re.Pattern[str] | None", "re.Pattern[str] | None"]
+_Regexes = tuple[int, "Matcher | None", "Matcher | None", "Matcher | None"]
 # Each cue's bit and the places of its three parts among the group's members.
 _CUE_PARTS = []
 _CUE_MEMBERS: list[Prefiltered] = []
@@ -636,7 +637,7 @@ for _name, _bit in _CUE_BIT.items():
     _CUE_PARTS.append((_bit, *_places))
 
 
-def _cue_regexes(patterns: tuple[re.Pattern[str] | None, ...]) -> tuple[_Regexes, ...]:
+def _cue_regexes(patterns: tuple[Matcher | None, ...]) -> tuple[_Regexes, ...]:
     """The narrowed parts of the cues that have any left: (bit, anchored, led, rest)."""
     out = []
     for bit, *places in _CUE_PARTS:

@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from graphmem.policy.prefilter import Literals, PrefilteredGroup
+from graphmem.policy.prefilter import Literals, Matcher, PrefilteredGroup
 from graphmem.policy.rules import RULES, TEMPLATED_URL, Rule, RuleClass
 from graphmem.policy.text import Channel, View, strip_quoted, views
 
@@ -44,7 +44,7 @@ class PoisonFinding:
 _RULE_GROUP = PrefilteredGroup([rule.matcher for rule in RULES])
 
 
-def _count(rule: Rule, pattern: re.Pattern[str], text: str) -> int:
+def _count(rule: Rule, pattern: re.Pattern[str] | Matcher, text: str) -> int:
     check = rule.check
     return sum(1 for m in pattern.finditer(text) if check is None or check(m, text))
 

@@ -28,12 +28,14 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from re import _constants as sre_c  # type: ignore[attr-defined]
 from re import _parser as sre_parse  # type: ignore[attr-defined]
-from typing import Any
+from typing import Any, Protocol
 
 from graphmem.policy import engine as _engine
 
 __all__ = [
+    "Alternatives",
     "Literals",
+    "Matcher",
     "Prefiltered",
     "PrefilteredGroup",
     "group_end",
@@ -604,6 +606,80 @@ def leading_literals(piece: str) -> frozenset[str] | None:
 
 
 _MAX_NARROWED = 512
+# How many times a narrowed alternation of several alternatives is tried one alternative at a time
+# before it is compiled: compiling an alternation costs as much as hundreds of searches of a
+# sentence, and most of those a fresh text narrows to are never used again.
+_COMPILE_AFTER = 40
+
+
+class Matcher(Protocol):
+    """What a narrowed alternation offers: a compiled pattern, or ``Alternatives``."""
+
+    @property
+    def pattern(self) -> str: ...
+
+    def match(self, string: str, pos: int = ...) -> re.Match[str] | None: ...
+
+    def search(self, string: str, pos: int = ...) -> re.Match[str] | None: ...
+
+    def finditer(self, string: str) -> Iterator[re.Match[str]]: ...
+
+
+class Alternatives:
+    """An alternation of a ``Prefiltered``'s alternatives, each compiled on its own (once), tried
+    one at a time until it has been used ``_COMPILE_AFTER`` times, then compiled whole.
+
+    ``match`` and ``search`` find the alternation's match (the same span: the leftmost position
+    where an alternative matches, and there the first alternative in order that does); its
+    groups are numbered as in that alternative alone. ``finditer`` compiles the alternation
+    unless no alternative matches anywhere (then it finds nothing, as the alternation would).
+    """
+
+    __slots__ = ("_calls", "_compiled", "_flags", "_singles", "pattern")
+
+    def __init__(self, singles: tuple[re.Pattern[str], ...], flags: int) -> None:
+        self._singles = singles
+        self._flags = flags
+        self._calls = 0
+        self._compiled: re.Pattern[str] | None = None
+        self.pattern = "|".join(p.pattern for p in singles)
+
+    def _whole(self) -> re.Pattern[str] | None:
+        """The compiled alternation once it is worth compiling, else ``None``."""
+        compiled = self._compiled
+        if compiled is None:
+            self._calls += 1
+            if self._calls <= _COMPILE_AFTER:
+                return None
+            compiled = self._compiled = re.compile(self.pattern, self._flags)
+        return compiled
+
+    def _first_at(self, string: str, pos: int) -> re.Match[str] | None:
+        for single in self._singles:
+            found = single.match(string, pos)
+            if found is not None:
+                return found
+        return None
+
+    def match(self, string: str, pos: int = 0) -> re.Match[str] | None:
+        whole = self._whole()
+        return self._first_at(string, pos) if whole is None else whole.match(string, pos)
+
+    def search(self, string: str, pos: int = 0) -> re.Match[str] | None:
+        whole = self._whole()
+        if whole is not None:
+            return whole.search(string, pos)
+        found = [single.search(string, pos) for single in self._singles]
+        starts = [m.start() for m in found if m is not None]
+        return self._first_at(string, min(starts)) if starts else None
+
+    def finditer(self, string: str) -> Iterator[re.Match[str]]:
+        whole = self._whole()
+        if whole is None:
+            if all(single.search(string) is None for single in self._singles):
+                return iter(())
+            whole = self._compiled = re.compile(self.pattern, self._flags)
+        return whole.finditer(string)
 
 
 def _unanchored(pattern: str) -> str:
@@ -640,18 +716,15 @@ class Prefiltered:
     screen: str = "no"
     _offset: int = field(init=False, repr=False)
     _all: int = field(init=False, repr=False)
-    _by_screened: dict[tuple[int, int], re.Pattern[str] | None] = field(
-        init=False, repr=False, default_factory=dict
-    )
+    _by_screened: dict[tuple[int, int], Matcher | None] = field(init=False, repr=False, default_factory=dict)
     _needs: tuple[tuple[_Need, ...], ...] = field(init=False, repr=False)
     _ignorecase: bool = field(init=False, repr=False)
     _masks: tuple[int, ...] = field(init=False, repr=False)
     _union: tuple[_Need, ...] = field(init=False, repr=False)
     _union_mask: int = field(init=False, repr=False)
-    _compiled: dict[tuple[int, ...], re.Pattern[str] | None] = field(
-        init=False, repr=False, default_factory=dict
-    )
-    _by_satisfied: dict[int, re.Pattern[str] | None] = field(init=False, repr=False, default_factory=dict)
+    _compiled: dict[tuple[int, ...], Matcher | None] = field(init=False, repr=False, default_factory=dict)
+    _singles: dict[int, re.Pattern[str]] = field(init=False, repr=False, default_factory=dict)
+    _by_satisfied: dict[int, Matcher | None] = field(init=False, repr=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_ignorecase", bool(self.flags & re.IGNORECASE))
@@ -679,7 +752,7 @@ class Prefiltered:
         """The whole alternation, as the reference path compiles it."""
         return re.compile("|".join(f"(?:{a})" for a in self.alternatives), self.flags)
 
-    def narrowed(self, literals: Literals) -> re.Pattern[str] | None:
+    def narrowed(self, literals: Literals) -> Matcher | None:
         """The alternation of the alternatives ``literals.text`` may match, or ``None`` if there are none."""
         if self._ignorecase:
             lowered = literals.lowered()
@@ -701,7 +774,7 @@ class Prefiltered:
             self._by_satisfied[key] = pattern
         return pattern
 
-    def _narrowed_screened(self, key: int, possible: int) -> re.Pattern[str] | None:
+    def _narrowed_screened(self, key: int, possible: int) -> Matcher | None:
         """The alternatives whose clauses the text satisfies and that the screen did not rule out."""
         try:
             return self._by_screened[key, possible]
@@ -713,17 +786,24 @@ class Prefiltered:
             self._by_screened[key, possible] = pattern
         return pattern
 
-    def _compile(self, active: tuple[int, ...]) -> re.Pattern[str] | None:
+    def _compile(self, active: tuple[int, ...]) -> Matcher | None:
         if active in self._compiled:
             return self._compiled[active]
-        pattern = (
-            re.compile("|".join(f"(?:{self.alternatives[i]})" for i in active), self.flags)
-            if active
-            else None
-        )
+        pattern: Matcher | None = None
+        if len(active) == 1:
+            pattern = self._single(active[0])
+        elif active:
+            pattern = Alternatives(tuple(map(self._single, active)), self.flags)
         if len(self._compiled) < _MAX_NARROWED:
             self._compiled[active] = pattern
         return pattern
+
+    def _single(self, i: int) -> re.Pattern[str]:
+        """Alternative ``i`` compiled alone (as the alternation of it alone)."""
+        found = self._singles.get(i)
+        if found is None:
+            found = self._singles[i] = re.compile(f"(?:{self.alternatives[i]})", self.flags)
+        return found
 
     def finditer(self, text: str, literals: Literals | None = None) -> Iterator[re.Match[str]]:
         """``pattern.finditer(text)``, faster: the same matches in the same order."""
@@ -747,7 +827,7 @@ class PrefilteredGroup:
     def __init__(
         self,
         members: Sequence[Prefiltered],
-        derive: Callable[[tuple[re.Pattern[str] | None, ...]], Any] = lambda patterns: patterns,
+        derive: Callable[[tuple[Matcher | None, ...]], Any] = lambda patterns: patterns,
     ) -> None:
         if not members or any(m._offset < 0 for m in members):
             raise ValueError("a group narrows screened alternations only")
