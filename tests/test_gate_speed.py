@@ -337,6 +337,18 @@ def test_ascii_tokenisers_equal_the_unicode_ones_on_ascii_text(text: str) -> Non
     assert detector_mod._TOKEN_ASCII.findall(text) == detector_mod._TOKEN.findall(text)
 
 
+def _tokens(words: list[str], runs: list[str]) -> list[str]:
+    """A segment's hashed tokens but the 4-grams, spelled out: each word and the word bigram ending
+    in it ("^" begins the segment, "$" ends it), then the character bigrams of CJK runs."""
+    ends = [*words, "$"]
+    tokens = [""] * (2 * len(ends))
+    tokens[0::2] = ends
+    tokens[1::2] = map("{} {}".format, ["^", *words], ends)
+    for run in runs:
+        tokens += [run[k : k + 2] for k in range(len(run) - 1)]
+    return tokens
+
+
 @settings(max_examples=400, deadline=None)
 @given(
     st.lists(
@@ -345,10 +357,11 @@ def test_ascii_tokenisers_equal_the_unicode_ones_on_ascii_text(text: str) -> Non
     ).map("".join)
 )
 def test_token_crcs_are_the_crcs_of_the_tokens(text: str) -> None:
-    # The detector hashes bigrams without building them: the same CRCs, as a multiset.
+    # The detector hashes bigrams without building them: the same CRCs, in the same order.
     words, runs = detector_mod._WORD.findall(text), detector_mod._CJK.findall(text)
-    tokens = detector_mod._tokens(words, runs)
+    tokens = _tokens(words, runs)
     assert sorted(detector_mod._token_crcs(words, runs)) == sorted(zlib.crc32(t.encode()) for t in tokens)
+    assert detector_mod._token_crcs(words, runs) == [zlib.crc32(t.encode()) for t in tokens]
 
 
 _markup = st.lists(

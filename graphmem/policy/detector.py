@@ -769,40 +769,28 @@ def _gram_buckets(word: str) -> tuple[int, ...]:
     return tuple(_bucket("#" + padded[k : k + 4]) for k in range(len(padded) - 3))
 
 
-def _tokens(words: list[str], runs: list[str]) -> list[str]:
-    """A segment's hashed tokens but the 4-grams, first seen first: each word and the word bigram
-    ending in it ("^" begins the segment, "$" ends it), then the character bigrams of CJK runs."""
-    ends = [*words, "$"]
-    tokens = [""] * (2 * len(ends))
-    tokens[0::2] = ends
-    tokens[1::2] = map("{} {}".format, ["^", *words], ends)
-    for run in runs:
-        tokens += [run[k : k + 2] for k in range(len(run) - 1)]
-    return tokens
-
-
 _CARET_CRC = zlib.crc32(b"^")
 _END_CRC = zlib.crc32(b"$")
-_SPACED_END = b" $"
 
 
 def _token_crcs(words: list[str], runs: list[str]) -> list[int]:
-    """The CRC-32 of each of ``_tokens``'s tokens (unmasked), in another order: the words, the end,
-    the bigrams, the CJK bigrams. A bigram's is its second word's continued from its first's
+    """The CRC-32 (unmasked) of each of a segment's hashed tokens but the 4-grams, first seen
+    first: each word and the word bigram ending in it ("^" begins the segment, "$" ends it), then
+    the character bigrams of CJK runs. A bigram's is its second word's continued from its first's
     (CRC-32 of "a b" = CRC-32 of " b" from CRC-32 of "a"), so no bigram is built."""
-    encoded = list(map(str.encode, words))
-    crcs = list(map(zlib.crc32, encoded))
-    crcs.append(_END_CRC)
-    crcs += map(zlib.crc32, [b" " + word for word in encoded], [_CARET_CRC, *crcs[:-1]])
-    crcs.append(zlib.crc32(_SPACED_END, crcs[len(encoded) - 1] if encoded else _CARET_CRC))
+    encoded = [*map(str.encode, words), b"$"]
+    ends = [*map(zlib.crc32, encoded[:-1]), _END_CRC]
+    crcs = [0] * (2 * len(ends))
+    crcs[0::2] = ends
+    crcs[1::2] = map(zlib.crc32, [b" " + word for word in encoded], [_CARET_CRC, *ends[:-1]])
     for run in runs:
         crcs += map(zlib.crc32, map(str.encode, [run[k : k + 2] for k in range(len(run) - 1)]))
     return crcs
 
 
 def _token_buckets(words: list[str], runs: list[str]) -> list[int]:
-    """The hash bucket of each of a segment's tokens (``_tokens``), then of each word's 4-grams."""
-    buckets = list(map(_bucket, _tokens(words, runs)))
+    """The hash bucket of each of a segment's tokens (``_token_crcs``), then of each word's 4-grams."""
+    buckets = [crc & (HASH_DIM - 1) for crc in _token_crcs(words, runs)]
     buckets += chain.from_iterable(map(_gram_buckets, words))
     return buckets
 
