@@ -55,28 +55,31 @@ def _scan(
     seen: set[str] = set()
     found: list[tuple[PoisonFinding, int]] = []
     previous: Literals | None = None
+    previous_rot13 = False
     first: Literals | None = None
     for view in all_views:
         if view.text in seen:
             continue
         seen.add(view.text)
+        rot13 = view.via == "rot13"
         literals = None
         if not reference:
             literals = shared.get(view.text) if shared is not None else None
             if literals is None:
-                # Views of one text mostly equal the one before: only what differs is indexed anew.
-                # The rot13 view of a plain text is the plain view turned: answered from its index.
-                turned = first if view.via == "rot13" else None
-                literals = Literals(view.text, base=previous, rot13_of=turned)
+                # Views of one text mostly equal the one before of their kind (rot13 or not): only
+                # what differs is indexed anew. The rot13 view of a plain text is the plain view
+                # turned: answered from its index.
+                base = previous if previous_rot13 == rot13 else None
+                literals = Literals(view.text, base=base, rot13_of=first if rot13 else None)
                 if shared is not None:
                     shared[view.text] = literals
-            previous = literals
+            previous, previous_rot13 = literals, rot13
             first = first or literals
         patterns = (
             [rule.pattern for rule in RULES]
             if literals is None
             # A rot13 view rarely has the rules' literals: they rule every rule out without a scan.
-            else _RULE_GROUP.narrowed(literals, literals_first=view.via == "rot13")
+            else _RULE_GROUP.narrowed(literals, literals_first=rot13)
         )
         for rule, pattern in zip(RULES, patterns, strict=True):
             n = 0 if pattern is None else _count(rule, pattern, view.text)

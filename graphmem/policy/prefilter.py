@@ -425,9 +425,8 @@ class Literals:
         if self._known == total:
             return self._sat
         # A view that differs from its base in a few places: the base's clauses and those of the
-        # windows around the edits (a short scan), before any scan of the whole text. (Not a
-        # rot13 view: it differs from its base everywhere.)
-        if self._known == 0 and (base := self._base) is not None and self._rot13_of is None:
+        # windows around the edits (a short scan), before any scan of the whole text.
+        if self._known == 0 and (base := self._base) is not None:
             self._base = None
             sat = _from_base(base, self.text)
             if sat is not None:
@@ -448,12 +447,6 @@ class Literals:
                     for literal, (literal_signature, bits) in _BY_KEY_ROT13[key].items():
                         if bits & ~sat and literal_signature <= signature and contains(literal):
                             sat |= bits
-                self._sat, self._known = sat, total
-                return sat
-        if self._known == 0 and (base := self._base) is not None:  # the rot13 of another view
-            self._base = None
-            sat = _from_base(base, self.text)
-            if sat is not None:
                 self._sat, self._known = sat, total
                 return sat
         signature = self._signature
