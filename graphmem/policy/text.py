@@ -177,8 +177,11 @@ def _leety(text: str) -> bool:
 
 
 def _deleet(text: str, table: dict[int, str]) -> str:
-    if not _leety(text):
-        return text
+    return _deleet_tokens(text, table) if _leety(text) else text
+
+
+def _deleet_tokens(text: str, table: dict[int, str]) -> str:
+    """``_deleet`` of a text ``_leety`` says may change."""
     # Each run of digits and symbols, widened to its token; a token is looked at once.
     out: list[str] = []
     copied = done = 0
@@ -224,7 +227,7 @@ def _undone(text: str, fold: Callable[[str], str]) -> tuple[list[str], bool]:
     unspace: dict[str, str] = {}
     leety = _leety(base)
     for table in (_LEET, _LEET_ALL):
-        deleeted = _deleet(base, table) if leety else base
+        deleeted = _deleet_tokens(base, table) if leety else base
         variants.add(deleeted)
         if deleeted not in unspace:
             unspace[deleeted] = _unspace(deleeted)
