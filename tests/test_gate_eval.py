@@ -135,6 +135,20 @@ def test_unknown_layer_is_refused() -> None:
                 ),
             ),
         ),
+        (
+            "heldout-8",
+            (200, 190),
+            30,
+            (
+                (*LANGUAGES_13, "ar", "hi", *"cs el fi he id sv uk vi".split()),
+                (
+                    *LANGUAGES_13,
+                    "ar",
+                    "hi",
+                    *"bg ca cs da el et fa fi he hr hu id lt lv ms ro sk sl sv th uk vi".split(),
+                ),
+            ),
+        ),
     ],
 )
 def test_the_frozen_held_out_sets_are_there_and_labelled(

@@ -154,6 +154,7 @@ HELD_OUT = {
     "heldout-5": REPO / "tests" / "heldout5",
     "heldout-6": REPO / "tests" / "heldout6",
     "heldout-7": REPO / "tests" / "heldout7",
+    "heldout-8": REPO / "tests" / "heldout8",
 }
 DATASETS = ("corpus", "handwritten-dev", "plain-dev", "plain2-dev", "bipia-dev", "generated-dev", *HELD_OUT)
 
@@ -162,7 +163,7 @@ def gate_datasets(
     bipia_dir: Path | None = None, names: Iterable[str] = DATASETS
 ) -> dict[str, list[dict[str, Any]]]:
     """The data sets of ``names`` that are found: ``corpus``, ``handwritten-dev``, ``plain-dev``,
-    ``plain2-dev``, ``heldout`` and ``heldout-2`` to ``heldout-7`` (the repository), ``bipia-dev`` and
+    ``plain2-dev``, ``heldout`` and ``heldout-2`` to ``heldout-8`` (the repository), ``bipia-dev`` and
     ``generated-dev`` (from BIPIA's training split, given or nearby). A data set not named is not
     read."""
     wanted = set(names)
