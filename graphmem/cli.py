@@ -588,6 +588,7 @@ def _workload_names(values: tuple[str, ...]) -> tuple[str, ...]:
     "hybrid, explain, trace, forget, naive (Neo4j), langgraph (embedded), open and beside_writer (embedded), "
     "concurrency, recall_threads and recall_threads_hybrid (recalls/s from 1, 2 and 4 client threads), "
     "recall_processes (recalls/s from 1, 2 and 4 processes, each with its own store), "
+    "propose_processes (untrusted proposals/s from 1, 2 and 4 processes), "
     "lgstore (embedded: LangGraph's GraphmemStore against InMemoryStore)]. "
     "Ingest always runs.",
 )

@@ -30,7 +30,7 @@ from graphmem.model import (
     WriteReason,
 )
 from graphmem.model.canonical import sha256
-from graphmem.policy import approved_record, decide, dedup_text, find_conflicts, find_duplicate
+from graphmem.policy import PolicyVerdict, approved_record, decide, dedup_text, find_conflicts, find_duplicate
 from graphmem.policy.merge import untrusted_promotion
 
 __all__ = ["WriteGateOps"]
@@ -67,7 +67,6 @@ class WriteGateOps(StoreCore):
         )
         return AppendAudit(event=event)
 
-    @transactional
     def propose(
         self, proposal: WriteProposal, *, source_trust: Trust | None = None, policy: WritePolicy | None = None
     ) -> WriteDecision:
@@ -91,6 +90,17 @@ class WriteGateOps(StoreCore):
         if policy is not None:
             check_instance(policy, WritePolicy, "not_a_policy", "policy")
         policy = policy or self.write_policy
+        # The gate needs only the proposal and the policy (no store, no clock): it judges before the
+        # write transaction, so the transaction (on the embedded store, the database's write lock)
+        # is held for the store's part alone, not for the rules and the detector.
+        return self._propose_judged(proposal, policy, decide(proposal, policy, source_trust))
+
+    @transactional
+    def _propose_judged(
+        self, proposal: WriteProposal, policy: WritePolicy, verdict: PolicyVerdict
+    ) -> WriteDecision:
+        """``propose``'s write: the audit, the record dated now, the merges and conflicts, in one
+        transaction."""
         tenant = proposal.tenant
         proposed = self._audit(
             tenant,
@@ -102,7 +112,7 @@ class WriteGateOps(StoreCore):
             kind=proposal.kind.value,
             scope=proposal.scope,
         )
-        verdict = decide(proposal, policy, source_trust, now=self.clock())
+        verdict = verdict.created_at(self.clock())
         record = verdict.record
         if verdict.outcome is WriteOutcome.REJECTED or record is None:
             return self._reject(proposed, verdict.to_decision(), tenant)

@@ -95,7 +95,7 @@ def test_every_workload_of_the_backend_ran(bench_rows: dict[str, dict[str, Any]]
         "inmemory_hybrid",
     }
     only = (
-        {"naive_topk_filter", "recall_processes"}
+        {"naive_topk_filter", "recall_processes", "propose_processes"}
         if backend == "neo4j"
         else {
             "langgraph_filter",
@@ -103,6 +103,7 @@ def test_every_workload_of_the_backend_ran(bench_rows: dict[str, dict[str, Any]]
             "open",
             "recall_beside_writer",
             "recall_processes",
+            "propose_processes",
             "lgstore_get",
             "lgstore_put",
             "lgstore_search",
@@ -288,6 +289,31 @@ def test_recall_processes_rows_per_process_count_against_the_oracle(tmp_path: Pa
     # A store in memory has nothing on disk for another process to open.
     with MemoryStore.embedded() as store, pytest.raises(ValueError, match="store on disk"):
         recall_processes(store, [], [], [], (1,), 0.1)
+
+
+def test_propose_processes_rows_per_process_count_with_the_gate_as_floor(tmp_path: Path) -> None:
+    """Untrusted proposals from 1 and 2 processes, each its own store over the one file: every
+    outcome is the pure gate's, every proposal is in the store, and each row carries its floor
+    (the gate alone, measured in the same run) and its ratio to it."""
+    from graphmem.bench.engine import propose_processes
+
+    with MemoryStore.embedded(tmp_path / "store") as store:
+        rows = propose_processes(store, "t-proposing", (1, 2), 0.5)
+        assert [row["clients"] for row in rows] == [1, 2]
+        assert rows[0]["ratio_to_one"] == 1.0
+        assert all(row["outcomes_equal_gate"] for row in rows)
+        assert all(row["proposals"] == row["latency"]["n"] > 0 for row in rows)
+        assert all(row["floor"]["n"] >= 20 for row in rows)
+        assert all(
+            row["ratio_p50_to_floor"] == round(row["latency"]["p50_ms"] / row["floor"]["p50_ms"], 2)
+            for row in rows
+        )
+        # Every proposal written, and the warm-up's: accepted or held for approval, none lost.
+        written = store.audit("t-proposing")
+        proposed = [e for e in written if e.action == "proposed"]
+        assert len(proposed) == sum(row["proposals"] for row in rows) + 5 * 3
+    with MemoryStore.embedded() as store, pytest.raises(ValueError, match="store on disk"):
+        propose_processes(store, "t", (1,), 0.1)
 
 
 def test_langgraph_store_rows_compare_with_in_memory_store(bench_rows: dict[str, dict[str, Any]]) -> None:

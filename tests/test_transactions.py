@@ -283,3 +283,65 @@ def test_a_recall_whose_selection_went_stale_gates_again(
     with pytest.raises(TransactionConflict):
         store.recall(ctx, "refund window")
     assert stale[0] == 0
+
+
+def test_a_proposal_is_judged_before_its_write_transaction_so_other_writes_go_on(
+    store: MemoryStore, tenant: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The gate (rules, detector) needs only the proposal: it runs before ``propose`` opens its
+    write transaction. On the embedded store that transaction holds the database's write lock,
+    so a write judged inside it made every other writer wait for the gate."""
+    from graphmem.policy import decide as real
+
+    judging, release = threading.Event(), threading.Event()
+    slow = "Alice's invoices go to the Lisbon office (judged slowly)."
+
+    def decide(candidate: WriteProposal, *args: Any, **kwargs: Any) -> Any:
+        if candidate.content == slow:
+            judging.set()
+            assert release.wait(30), "the test never released the judgement"
+        return real(candidate, *args, **kwargs)
+
+    monkeypatch.setattr("graphmem.write_ops.decide", decide)
+    first: list[Any] = []
+    slow_one = threading.Thread(
+        target=lambda: first.append(
+            store.propose(proposal(tenant, slow, "msg-slow"), source_trust=Trust.TRUSTED)
+        ),
+        daemon=True,
+    )
+    slow_one.start()
+    try:
+        assert judging.wait(30)
+        others: list[Any] = []
+        other = threading.Thread(
+            target=lambda: others.append(
+                store.propose(
+                    proposal(tenant, "Alice prefers calls after 5pm.", "msg-other"),
+                    source_trust=Trust.TRUSTED,
+                )
+            ),
+            daemon=True,
+        )
+        other.start()
+        # The other proposal is written while the first one is still being judged.
+        other.join(timeout=4)
+        assert not other.is_alive(), "a write waited for another proposal's gate"
+        assert [d.outcome for d in others] == [WriteOutcome.ACCEPTED]
+        assert not first
+    finally:
+        release.set()
+        slow_one.join(timeout=30)
+    assert [d.outcome for d in first] == [WriteOutcome.ACCEPTED]
+    for decision in (*first, *others):
+        record = store.get(tenant, decision.record_id)
+        assert record is not None
+        assert record.status is Status.ACTIVE
+    # Each record is dated inside its own write: the one judged first and written last is the newer.
+    judged_first, written_first = (
+        store.get(tenant, first[0].record_id),
+        store.get(tenant, others[0].record_id),
+    )
+    assert judged_first is not None
+    assert written_first is not None
+    assert judged_first.created_at >= written_first.created_at

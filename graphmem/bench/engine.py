@@ -10,6 +10,7 @@ loaded counts; the writer is another process writing batches to its own tenant.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import random
@@ -32,6 +33,7 @@ from graphmem.store import MemoryStore
 __all__ = [
     "ingest_floor",
     "open_workload",
+    "propose_processes",
     "reader_beside_writer",
     "recall_floor",
     "recall_processes",
@@ -131,58 +133,22 @@ def recall_processes(
     ``ratio_to_one`` against the first count's, and whether every selection equalled
     ``expected``. What threads of one process cannot overlap (the interpreter runs one at a
     time), processes can."""
-    directory = getattr(store.backend, "directory", None)
-    uri, options = getattr(store.backend, "uri", ""), {}
-    if directory is not None:
-        uri = Path(directory).resolve().as_uri()
-    elif uri:
-        options = {"database": getattr(store.backend, "database", None)}
-    else:
-        raise ValueError("the processes workload needs a store on disk, or on Neo4j with its URI")
+    uri, options = _address(store)
     rows: list[dict[str, Any]] = []
     for n in counts:
-        procs = [
-            subprocess.Popen(_python(_RECALLER), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-            for _ in range(n)
+        specs = [
+            {
+                "uri": uri,
+                "options": options,
+                "contexts": [c.model_dump_json() for c in contexts],
+                "queries": list(queries),
+                "expected": [list(e) for e in expected],
+                "offset": i,
+                "step": n,
+            }
+            for i in range(n)
         ]
-        try:
-            for i, proc in enumerate(procs):
-                assert proc.stdin is not None
-                spec = {
-                    "uri": uri,
-                    "options": options,
-                    "contexts": [c.model_dump_json() for c in contexts],
-                    "queries": list(queries),
-                    "expected": [list(e) for e in expected],
-                    "offset": i,
-                    "step": n,
-                }
-                proc.stdin.write(json.dumps(spec) + "\n")
-                proc.stdin.flush()
-            for proc in procs:
-                assert proc.stdout is not None
-                if proc.stdout.readline().strip() != "ready":
-                    raise RuntimeError("a recalling process failed before it was ready")
-            start = time.time() + 0.5
-            for proc in procs:
-                assert proc.stdin is not None
-                proc.stdin.write(f"{start!r} {seconds!r}\n")
-                proc.stdin.flush()
-            reports = []
-            for proc in procs:
-                assert proc.stdout is not None
-                line = proc.stdout.readline()
-                if not line:
-                    raise RuntimeError("a recalling process ended without its report")
-                reports.append(json.loads(line))
-        finally:
-            for proc in procs:
-                if proc.poll() is None:
-                    proc.kill()
-                proc.wait()
-                for pipe in (proc.stdin, proc.stdout):
-                    if pipe is not None:
-                        pipe.close()
+        reports = _process_reports(_RECALLER, specs, seconds)
         samples = [ms for r in reports for ms in r["samples"]]
         rows.append(
             {
@@ -193,6 +159,138 @@ def recall_processes(
                 "per_s": round(len(samples) / seconds, 1),
                 "latency": Latency(samples).summary(),
                 "recall_equals_oracle": sum(r["wrong"] for r in reports) == 0,
+                "cpus": os.cpu_count(),
+            }
+        )
+    return ratios_to_first(rows)
+
+
+def _address(store: MemoryStore) -> tuple[str, dict[str, Any]]:
+    """The URI (and options) another process opens ``store``'s file or Neo4j database with."""
+    directory = getattr(store.backend, "directory", None)
+    uri: str = getattr(store.backend, "uri", "")
+    if directory is not None:
+        return Path(directory).resolve().as_uri(), {}
+    if uri:
+        return uri, {"database": getattr(store.backend, "database", None)}
+    raise ValueError("the processes workload needs a store on disk, or on Neo4j with its URI")
+
+
+def _process_reports(script: str, specs: Sequence[dict[str, Any]], seconds: float) -> list[dict[str, Any]]:
+    """Start one process running ``script`` per spec (a JSON line on its stdin), wait until each
+    is ``ready``, let all of them work together for ``seconds`` from one wall-clock start, and
+    return each one's JSON report."""
+    procs = [
+        subprocess.Popen(_python(script), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        for _ in specs
+    ]
+    try:
+        for spec, proc in zip(specs, procs, strict=True):
+            assert proc.stdin is not None
+            proc.stdin.write(json.dumps(spec) + "\n")
+            proc.stdin.flush()
+        for proc in procs:
+            assert proc.stdout is not None
+            if proc.stdout.readline().strip() != "ready":
+                raise RuntimeError("a benchmark process failed before it was ready")
+        start = time.time() + 0.5
+        for proc in procs:
+            assert proc.stdin is not None
+            proc.stdin.write(f"{start!r} {seconds!r}\n")
+            proc.stdin.flush()
+        reports = []
+        for proc in procs:
+            assert proc.stdout is not None
+            line = proc.stdout.readline()
+            if not line:
+                raise RuntimeError("a benchmark process ended without its report")
+            reports.append(json.loads(line))
+        return reports
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+            for pipe in (proc.stdin, proc.stdout):
+                if pipe is not None:
+                    pipe.close()
+
+
+# One proposing process: its own store over the file (or the Neo4j database), a few proposals
+# untimed, then "ready"; from the shared start it proposes untrusted 2 KB texts of its own (the
+# gate's latency texts, every layer on) to its tenant until start + seconds, and prints its
+# latencies and how many proposals were not accepted or quarantined as the gate alone decides.
+_PROPOSER = r"""
+import json, os, sys, time
+from graphmem import MemoryStore, Trust
+from graphmem.eval.gate import _latency_text, _proposal
+from graphmem.model import WritePolicy
+from graphmem.policy import decide
+spec = json.loads(sys.stdin.readline())
+options = spec["options"]
+if spec["uri"].startswith(("bolt", "neo4j")):
+    password = os.environ.get("NEO4J_PASSWORD", "")
+    options["auth"] = (os.environ.get("NEO4J_USER", "neo4j"), password) if password else None
+store = MemoryStore.open(spec["uri"], **options)
+def proposal(k):
+    return _proposal(_latency_text(k), Trust.UNTRUSTED).model_copy(update={"tenant": spec["tenant"]})
+for k in range(5):
+    store.propose(proposal(10**7 + 10 * spec["offset"] + k), source_trust=Trust.UNTRUSTED)
+print("ready", flush=True)
+start, seconds = map(float, sys.stdin.readline().split())
+while time.time() < start:
+    time.sleep(0.0005)
+samples, outcomes, k = [], [], spec["offset"]
+while time.time() < start + seconds:
+    p = proposal(k)
+    t0 = time.perf_counter()
+    outcomes.append((p, store.propose(p, source_trust=Trust.UNTRUSTED).outcome))
+    samples.append((time.perf_counter() - t0) * 1000.0)
+    k += spec["step"]
+store.close()
+wrong = sum(outcome is not decide(p, WritePolicy(), Trust.UNTRUSTED).outcome for p, outcome in outcomes)
+print(json.dumps({"samples": samples, "wrong": wrong}), flush=True)
+"""
+
+
+def propose_processes(
+    store: MemoryStore, tenant: str, counts: Sequence[int], seconds: float
+) -> list[dict[str, Any]]:
+    """A ``propose_processes`` row per count in ``counts``: that many processes, each with its own
+    store over ``store``'s file or Neo4j database, proposing untrusted 2 KB texts (every layer of
+    the gate on) to ``tenant`` for ``seconds`` at once; proposals per second in all,
+    ``ratio_to_one`` against the first count's, whether each outcome was the pure gate's, and
+    the floor: the pure gate (``decide``) alone on the same texts in this process, and the
+    median proposal's ratio to it."""
+    from graphmem.eval.gate import _latency_text, _proposal
+    from graphmem.model import Trust, WritePolicy
+    from graphmem.policy import decide
+
+    uri, options = _address(store)
+    texts = itertools.count(10**6)
+    floor = measure(
+        lambda: decide(
+            _proposal(_latency_text(next(texts)), Trust.UNTRUSTED), WritePolicy(), Trust.UNTRUSTED
+        ),
+        200,
+    )
+    rows: list[dict[str, Any]] = []
+    for n in counts:
+        specs = [{"uri": uri, "options": options, "tenant": tenant, "offset": i, "step": n} for i in range(n)]
+        reports = _process_reports(_PROPOSER, specs, seconds)
+        samples = [ms for r in reports for ms in r["samples"]]
+        latency = Latency(samples).summary()
+        rows.append(
+            {
+                "workload": "propose_processes",
+                "clients": n,
+                "proposals": len(samples),
+                "seconds": seconds,
+                "per_s": round(len(samples) / seconds, 1),
+                "latency": latency,
+                "floor": {"what": "decide alone, same texts, this process", **floor.summary()},
+                "ratio_p50_to_floor": round(latency["p50_ms"] / floor.summary()["p50_ms"], 2),
+                "outcomes_equal_gate": sum(r["wrong"] for r in reports) == 0,
                 "cpus": os.cpu_count(),
             }
         )

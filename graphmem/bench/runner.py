@@ -43,6 +43,7 @@ WORKLOADS = (
     "recall_threads",
     "recall_threads_hybrid",
     "recall_processes",
+    "propose_processes",
     "lgstore",
 )
 """What ``--workloads`` chooses from. Ingest (loading the recall tenant) always runs; ``naive``
@@ -56,7 +57,9 @@ alone, ``recall_threads_hybrid`` the same on a tenant of as many records with em
 ``open`` (open time and memory in a fresh process) and ``beside_writer`` (recall while another
 process writes) need the embedded store on disk; so does ``recall_processes`` on the embedded
 backend (the recall tenant's callers from 1, 2 and 4 processes, each with a store of its own over
-the file or the Neo4j database). ``lgstore`` (LangGraph's ``GraphmemStore`` against
+the file or the Neo4j database), and ``propose_processes`` (untrusted 2 KB proposals, every layer of
+the gate on, from 1, 2 and 4 processes; its floor the pure gate alone on the same texts).
+``lgstore`` (LangGraph's ``GraphmemStore`` against
 ``InMemoryStore`` at 1k and 10k items a namespace) runs on the embedded store."""
 
 ONLY_ON = {
@@ -152,7 +155,12 @@ def run_size(
     """
     chosen = {w for w in workloads if ONLY_ON.get(w, backend) == backend}
     if backend == "embedded" and getattr(store.backend, "directory", None) is None:
-        chosen -= {"open", "beside_writer", "recall_processes"}  # they measure a store file
+        chosen -= {
+            "open",
+            "beside_writer",
+            "recall_processes",
+            "propose_processes",
+        }  # they measure a store file
     run = uuid.uuid4().hex[:8]
     rows: list[dict[str, Any]] = []
     loaded = load_main(store, f"bench-{run}-recall", records, cfg)
@@ -246,6 +254,11 @@ def run_size(
         added = recall_processes(
             store, loaded.contexts, loaded.queries, loaded.expected, cfg.thread_clients, cfg.clients_s
         )
+        rows += [{**row, "store_records": stored} for row in added]
+    if "propose_processes" in chosen:
+        from graphmem.bench.engine import propose_processes
+
+        added = propose_processes(store, f"bench-{run}-propose", cfg.thread_clients, cfg.clients_s)
         rows += [{**row, "store_records": stored} for row in added]
     if "recall_threads_hybrid" in chosen:
         from graphmem.bench.hybrid import hybrid_threads_workload
@@ -422,6 +435,12 @@ def _checks(row: dict[str, Any]) -> str:
             f"{row['clients']} process(es), a store each: {row['per_s']:,} recalls/s, "
             f"{row['ratio_to_one']}x one process's; "
             f"= oracle: {'yes' if row['recall_equals_oracle'] else 'NO'}"
+        )
+    if workload == "propose_processes":
+        return (
+            f"{row['clients']} process(es), a store each: {row['per_s']:,} proposals/s, "
+            f"{row['ratio_to_one']}x one process's; p50 {row['ratio_p50_to_floor']}x the gate alone; "
+            f"= the gate's outcomes: {'yes' if row['outcomes_equal_gate'] else 'NO'}"
         )
     if workload in {"recall_threads", "recall_threads_hybrid"}:
         return (

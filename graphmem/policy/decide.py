@@ -40,6 +40,15 @@ class PolicyVerdict(GraphmemModel):
     proposal: WriteProposal | None = None
     policy: str = "default"
 
+    def created_at(self, now: datetime | None) -> PolicyVerdict:
+        """This verdict with its record created at ``now`` (the same record ``decide`` makes when
+        given ``now``): the store judges a proposal before its write transaction, and dates the
+        record inside it, by the clock the rest of the write reads."""
+        if self.record is None or self.proposal is None:
+            return self
+        record = self.proposal.to_record(self.record.status, self.policy, created_at=now)
+        return self.model_copy(update={"record": record})
+
     def to_decision(self, record_id: str | None = None) -> WriteDecision:
         """The ``WriteDecision`` to return; ``record_id`` defaults to the verdict's record."""
         if record_id is None and self.record is not None:
