@@ -89,23 +89,35 @@ while True:
 # "ready"; on a line "<start> <seconds>" (wall-clock times shared by every process) it recalls
 # round-robin from its offset from start until start + seconds, and prints its latencies and
 # how many selections differed from the oracle's.
-_RECALLER = r"""
+# A benchmark process's start: its spec from stdin, its own store over the file or database.
+_OPEN_FROM_SPEC = r"""
 import json, os, sys, time
-from graphmem import MemoryStore, ReadContext
+from graphmem import MemoryStore
 spec = json.loads(sys.stdin.readline())
 options = spec["options"]
 if spec["uri"].startswith(("bolt", "neo4j")):
     password = os.environ.get("NEO4J_PASSWORD", "")
     options["auth"] = (os.environ.get("NEO4J_USER", "neo4j"), password) if password else None
 store = MemoryStore.open(spec["uri"], **options)
-contexts = [ReadContext.model_validate_json(c) for c in spec["contexts"]]
-queries, expected = spec["queries"], spec["expected"]
-for ctx, query in zip(contexts, queries):
-    store.recall(ctx, query)
+"""
+# Then, warmed up: "ready", and wait for the wall-clock start every process shares.
+_WAIT_FOR_START = r"""
 print("ready", flush=True)
 start, seconds = map(float, sys.stdin.readline().split())
 while time.time() < start:
     time.sleep(0.0005)
+"""
+_RECALLER = (
+    _OPEN_FROM_SPEC
+    + r"""
+from graphmem import ReadContext
+contexts = [ReadContext.model_validate_json(c) for c in spec["contexts"]]
+queries, expected = spec["queries"], spec["expected"]
+for ctx, query in zip(contexts, queries):
+    store.recall(ctx, query)
+"""
+    + _WAIT_FOR_START
+    + r"""
 samples, wrong, k = [], 0, spec["offset"]
 while time.time() < start + seconds:
     at = k % len(contexts)
@@ -117,6 +129,7 @@ while time.time() < start + seconds:
 store.close()
 print(json.dumps({"samples": samples, "wrong": wrong}), flush=True)
 """
+)
 
 
 def recall_processes(
@@ -220,26 +233,20 @@ def _process_reports(script: str, specs: Sequence[dict[str, Any]], seconds: floa
 # untimed, then "ready"; from the shared start it proposes untrusted 2 KB texts of its own (the
 # gate's latency texts, every layer on) to its tenant until start + seconds, and prints its
 # latencies and how many proposals were not accepted or quarantined as the gate alone decides.
-_PROPOSER = r"""
-import json, os, sys, time
-from graphmem import MemoryStore, Trust
+_PROPOSER = (
+    _OPEN_FROM_SPEC
+    + r"""
+from graphmem import Trust
 from graphmem.eval.gate import _latency_text, _proposal
 from graphmem.model import WritePolicy
 from graphmem.policy import decide
-spec = json.loads(sys.stdin.readline())
-options = spec["options"]
-if spec["uri"].startswith(("bolt", "neo4j")):
-    password = os.environ.get("NEO4J_PASSWORD", "")
-    options["auth"] = (os.environ.get("NEO4J_USER", "neo4j"), password) if password else None
-store = MemoryStore.open(spec["uri"], **options)
 def proposal(k):
     return _proposal(_latency_text(k), Trust.UNTRUSTED).model_copy(update={"tenant": spec["tenant"]})
 for k in range(5):
     store.propose(proposal(10**7 + 10 * spec["offset"] + k), source_trust=Trust.UNTRUSTED)
-print("ready", flush=True)
-start, seconds = map(float, sys.stdin.readline().split())
-while time.time() < start:
-    time.sleep(0.0005)
+"""
+    + _WAIT_FOR_START
+    + r"""
 samples, outcomes, k = [], [], spec["offset"]
 while time.time() < start + seconds:
     p = proposal(k)
@@ -251,6 +258,7 @@ store.close()
 wrong = sum(outcome is not decide(p, WritePolicy(), Trust.UNTRUSTED).outcome for p, outcome in outcomes)
 print(json.dumps({"samples": samples, "wrong": wrong}), flush=True)
 """
+)
 
 
 def propose_processes(
