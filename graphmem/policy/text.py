@@ -338,14 +338,16 @@ def _hidden(text: str) -> Iterator[tuple[str, str]]:
         yield "tag_characters", smuggled
 
 
-def _prose(text: str, hidden: Callable[[str], str], tag: Callable[[str], str]) -> str:
-    """``text`` with markup taken out: what ``hidden`` makes of each comment, hidden element, link
-    title and reference title, what ``tag`` makes of each tag, and each link's text kept."""
+def _prose(
+    text: str, hidden: Callable[[str], str], tag: Callable[[str], str], link: Callable[[re.Match[str]], str]
+) -> str:
+    """``text`` with markup taken out: what ``hidden`` makes of each comment, hidden element and
+    reference title, what ``link`` makes of each link, what ``tag`` makes of each tag."""
     if "<" not in text and "[" not in text:
         return text  # every pattern below needs one of them
     text = _HTML_COMMENT.sub(lambda m: hidden(m.group(1)), text)
     text = _HIDDEN_ELEMENT.sub(lambda m: hidden(m.group(2)), text)
-    text = _MD_LINK.sub(lambda m: f" {m.group(1)} {hidden(m.group(3) or '')}", text)
+    text = _MD_LINK.sub(link, text)
     text = _MD_REFDEF.sub(lambda m: hidden(m.group(2) or ""), text)
     return _TAG.sub(lambda m: tag(m.group(0)), text)
 
@@ -354,9 +356,14 @@ def _nothing(_: str) -> str:
     return " "
 
 
+def _link_text(link: re.Match[str]) -> str:
+    return f" {link.group(1)} "
+
+
 def visible_text(text: str) -> str:
-    """What a person reading the rendered text sees: comments, tags and link targets removed."""
-    return _prose(text, _nothing, _nothing)
+    """What a person reading the rendered text sees: comments, tags, link targets and titles
+    removed."""
+    return _prose(text, _nothing, _nothing, _link_text)
 
 
 # Attributes a model reading the markup takes as prose: alternative text, titles, labels.
@@ -371,11 +378,15 @@ def _tag_prose(tag: str) -> str:
     return " ".join(_own_line(a.group(1) or a.group(2) or "") for a in _PROSE_ATTR.finditer(tag)) or " "
 
 
+def _link_and_title(link: re.Match[str]) -> str:
+    return f" {link.group(1)} {_own_line(link.group(3) or '')}"
+
+
 def reader_text(text: str) -> str:
     """What a model reading the raw text takes in, as prose: the visible text, and the text of
     comments, hidden elements, alternative text and link titles, each on a line of its own (a
     person sees none of it; a model reads all of it). Tags and link targets are removed."""
-    return _prose(text, _own_line, _tag_prose)
+    return _prose(text, _own_line, _tag_prose, _link_and_title)
 
 
 def strip_quoted(text: str) -> str:
