@@ -155,12 +155,8 @@ def run_size(
     """
     chosen = {w for w in workloads if ONLY_ON.get(w, backend) == backend}
     if backend == "embedded" and getattr(store.backend, "directory", None) is None:
-        chosen -= {
-            "open",
-            "beside_writer",
-            "recall_processes",
-            "propose_processes",
-        }  # they measure a store file
+        # They measure a store file.
+        chosen -= {"open", "beside_writer", "recall_processes", "propose_processes"}
     run = uuid.uuid4().hex[:8]
     rows: list[dict[str, Any]] = []
     loaded = load_main(store, f"bench-{run}-recall", records, cfg)
