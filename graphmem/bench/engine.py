@@ -292,7 +292,10 @@ def propose_processes(
                 "seconds": seconds,
                 "per_s": round(len(samples) / seconds, 1),
                 "latency": latency,
-                "floor": {"what": "decide alone, fresh texts of the same kind, this process", **floor.summary()},
+                "floor": {
+                    "what": "decide alone, fresh texts of the same kind, this process",
+                    **floor.summary(),
+                },
                 "ratio_p50_to_floor": round(latency["p50_ms"] / floor.summary()["p50_ms"], 2),
                 "outcomes_equal_gate": sum(r["wrong"] for r in reports) == 0,
                 "cpus": os.cpu_count(),
