@@ -75,6 +75,16 @@ class WritePolicy(GraphmemModel):
     an incident report) is accepted. ``"all"`` judges trusted text like untrusted
     text; ``"off"`` never rejects trusted text as poisoning.
 
+    ``reported_quotations`` says what becomes of instruction-like text that an
+    untrusted author only *reports*, inside a quotation in a sentence of their own
+    ("the email said \"ignore previous instructions …\"; we blocked the sender"):
+    ``"accept"`` (default) does not count it as poisoning, and the rest of the gate
+    (the detector among it) judges the text; ``"quarantine"`` makes such text wait
+    for a person (``suspected_injection``); ``"reject"`` rejects it as poisoning.
+    Quotations in code, data, markup, link titles and blockquotes, and text hidden
+    or encoded, are never reported speech. Either way the verdict's findings name
+    the rules, prefixed ``quotation:``.
+
     ``injection_detector`` (``"on"``) scores untrusted text with the learned
     detector (``graphmem.policy.detector``): above its reject threshold the
     proposal is rejected as poisoning; between its two thresholds it waits for
@@ -87,6 +97,7 @@ class WritePolicy(GraphmemModel):
     secrets: Literal["reject", "redact"] = "reject"
     poisoning_check: bool = True
     trusted_poisoning: Literal["hidden", "all", "off"] = "hidden"
+    reported_quotations: Literal["accept", "quarantine", "reject"] = "accept"
     injection_detector: Literal["on", "off"] = "on"
     trusted_proposers: tuple[str, ...] = ()
     trusted_source_types: tuple[str, ...] | None = None

@@ -15,7 +15,7 @@ from graphmem.model import Kind, MemoryRecord, Sensitivity, Status, Trust, scope
 from graphmem.model.base import GraphmemModel
 from graphmem.model.write import WriteDecision, WriteOutcome, WritePolicy, WriteProposal, WriteReason
 from graphmem.policy.detector import load_detector
-from graphmem.policy.poisoning import concealed_findings, scan_poisoning
+from graphmem.policy.poisoning import concealed_findings, only_in_reported_quotations, scan_poisoning
 from graphmem.policy.prefilter import Literals
 from graphmem.policy.secrets import find_secrets, redact_secrets
 
@@ -159,14 +159,17 @@ def decide(
     redacted and judged further; poisoning in the content and source quotes;
     the injection detector on untrusted text (rejected above its high
     threshold); provenance for semantic/procedural; confidence; then approval —
-    ``suspected_injection`` (untrusted text between the detector's thresholds),
+    ``suspected_injection`` (untrusted text between the detector's thresholds, or
+    quoting instruction-like text under ``reported_quotations="quarantine"``),
     broad scopes, procedures; else accepted.
 
     ``source_trust`` overrides ``effective_trust`` when the store knows better
     (it should not take an agent's word that its sources are trusted). Poisoning
-    from untrusted evidence is always rejected; from trusted evidence only
-    concealed instructions are (``WritePolicy.trusted_poisoning``), so a trusted
-    incident report may quote an attack. Messages and findings name detectors,
+    from untrusted evidence is rejected, unless it sits only inside quotations the
+    author reports in prose (``WritePolicy.reported_quotations``: an incident report
+    quoting an attack); from trusted evidence only concealed instructions are
+    (``WritePolicy.trusted_poisoning``), so a trusted incident report may quote an
+    attack. Messages and findings name detectors,
     kinds and fields, never the offending text.
     """
     policy = policy or WritePolicy()
@@ -194,11 +197,19 @@ def decide(
         proposal = _redacted(proposal)
 
     trust = source_trust or effective_trust(proposal, policy)
+    suspected = quoted = False
     # A text the rules and the detector both scan (a folded text without quotations) is indexed once.
     shared: dict[str, Literals] = {}
     if policy.poisoning_check:
         texts = [proposal.content, *(s.quote for s in proposal.sources if s.quote)]
-        poison = sorted({label for text in texts for label in _poisoning(text, trust, policy, shared)})
+        judged = [_poisoning(text, trust, policy, shared) for text in texts]
+        poison = sorted({label for labels, _ in judged for label in labels})
+        reported = sorted({label for _, labels in judged for label in labels})
+        if reported and policy.reported_quotations == "reject":
+            poison = sorted({*poison, *reported})
+        elif reported:
+            notes = [*notes, *(f"quotation:{label}" for label in reported)]
+            quoted = policy.reported_quotations == "quarantine"
         if poison:
             where = "a trusted source, concealed" if trust is Trust.TRUSTED else "an untrusted source"
             return _verdict(
@@ -210,7 +221,6 @@ def decide(
                 [*notes, *poison],
             )
 
-    suspected = False
     if policy.injection_detector == "on" and trust is Trust.UNTRUSTED:
         detector = load_detector()
         texts = [proposal.content, *(s.quote for s in proposal.sources if s.quote)]
@@ -224,8 +234,8 @@ def decide(
                 f"the injection detector finds an instruction to an AI in untrusted text (p={p:.3f})",
                 [*notes, "injection:detector"],
             )
-        suspected = p >= detector.quarantine_at
-        if suspected:
+        if p >= detector.quarantine_at:
+            suspected = True
             notes = [*notes, "injection:suspected"]
 
     if proposal.kind in policy.provenance_kinds:
@@ -253,13 +263,14 @@ def decide(
 
     redacted = " (secrets redacted)" if any(n.startswith("secret") for n in notes) else ""
     pending = WriteOutcome.PENDING_APPROVAL
-    if suspected:
+    if suspected or quoted:
+        why = "may carry an instruction to an AI" if suspected else "quotes instruction-like text"
         return _verdict(
             proposal,
             policy,
             pending,
             WriteReason.SUSPECTED_INJECTION,
-            f"untrusted text may carry an instruction to an AI; a person must approve{redacted}",
+            f"untrusted text {why}; a person must approve{redacted}",
             notes,
             now,
         )
@@ -287,9 +298,17 @@ def decide(
     return _verdict(proposal, policy, WriteOutcome.ACCEPTED, reason, f"accepted{redacted}", notes, now)
 
 
-def _poisoning(content: str, trust: Trust, policy: WritePolicy, shared: dict[str, Literals]) -> list[str]:
+def _poisoning(
+    content: str, trust: Trust, policy: WritePolicy, shared: dict[str, Literals]
+) -> tuple[list[str], list[str]]:
+    """The poisoning labels of ``content``; or, when every rule fired only inside quotations its
+    author reports in prose, none, and those labels second."""
     if trust is Trust.UNTRUSTED or policy.trusted_poisoning == "all":
-        return sorted({f.label for f in scan_poisoning(content, literals=shared)})
+        findings = scan_poisoning(content, literals=shared)
+        labels = sorted({f.label for f in findings})
+        if findings and only_in_reported_quotations(content, findings):
+            return [], labels
+        return labels, []
     if policy.trusted_poisoning == "off":
-        return []
-    return sorted({f.label for f in concealed_findings(content)})
+        return [], []
+    return sorted({f.label for f in concealed_findings(content)}), []

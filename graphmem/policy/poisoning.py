@@ -21,9 +21,15 @@ from dataclasses import dataclass
 
 from graphmem.policy.prefilter import Literals, Matcher, PrefilteredGroup
 from graphmem.policy.rules import RULES, TEMPLATED_URL, Rule, RuleClass
-from graphmem.policy.text import Channel, View, strip_quoted, views
+from graphmem.policy.text import Channel, View, strip_quoted, views, without_reported_quotations
 
-__all__ = ["PoisonFinding", "concealed_findings", "poisoning_findings", "scan_poisoning"]
+__all__ = [
+    "PoisonFinding",
+    "concealed_findings",
+    "only_in_reported_quotations",
+    "poisoning_findings",
+    "scan_poisoning",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,3 +137,16 @@ def concealed_findings(text: str, *, reference: bool = False) -> list[PoisonFind
             continue
         concealed.setdefault((finding.rule, finding.channel, finding.via), finding)
     return list(concealed.values())
+
+
+def only_in_reported_quotations(text: str, findings: Iterable[PoisonFinding]) -> bool:
+    """Whether ``findings`` (of ``text``) all sit in quotations its author reports in prose ("the
+    email said \"ignore previous instructions\""): every rule that fired did so in the visible text,
+    openly, and none fires once those quotations are blanked out. A rule that fired only in hidden,
+    encoded or obfuscated text, or in code, data, markup or a blockquote, never did."""
+    findings = list(findings)
+    in_the_open = {f.rule for f in findings if f.channel == "plain" and f.via == "text"}
+    if not findings or any(f.rule not in in_the_open for f in findings):
+        return False
+    rest = without_reported_quotations(text)
+    return rest is not None and not scan_poisoning(rest)

@@ -22,7 +22,17 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, Literal
 
-__all__ = ["Channel", "View", "deobfuscate", "fold", "reader_text", "strip_quoted", "views", "visible_text"]
+__all__ = [
+    "Channel",
+    "View",
+    "deobfuscate",
+    "fold",
+    "reader_text",
+    "strip_quoted",
+    "views",
+    "visible_text",
+    "without_reported_quotations",
+]
 
 Channel = Literal["plain", "obfuscated", "hidden", "encoded"]
 
@@ -59,6 +69,18 @@ _QUOTED = re.compile(
     r"|^[^\S\n]*>.*$",
     re.M,
 )
+# A quotation inside a line of prose (no backticks, no blockquote): the candidates for reported speech.
+_INLINE_QUOTE = re.compile(
+    r"\"[^\"\n]{2,}\"|“[^”]{2,2000}”|„[^“”]{2,2000}[“”]|«[^»]{2,2000}»|「[^」]{1,2000}」|『[^』]{1,2000}』"
+)
+# Scripts written without spaces between words: a letter there carries about a word's worth of text.
+_UNSPACED = re.compile(
+    r"[\u0e00-\u0e7f\u0e80-\u0eff\u1000-\u109f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]"
+)
+# A reported quotation needs this much of the author's own prose on its line, and the text this much
+# around its quotations (weighted letters: about two and about twelve words).
+_LINE_PROSE = 10
+_TEXT_PROSE = 60
 
 _LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s"})
 _LEET_L = str.maketrans({"1": "l", "|": "l", "!": "i", "8": "b", "9": "g"})
@@ -392,6 +414,66 @@ def reader_text(text: str) -> str:
 def strip_quoted(text: str) -> str:
     """The author's own voice: code fences, inline code, quotations and blockquotes removed."""
     return _QUOTED.sub(" ", _CODE_FENCE.sub(" ", text))
+
+
+def _weight(text: str) -> int:
+    """Letters, each letter of a script written without spaces counted three times."""
+    return sum(map(str.isalpha, text)) + 2 * len(_UNSPACED.findall(text))
+
+
+def _reported(text: str, quote: re.Match[str]) -> bool:
+    """Whether ``quote`` is speech the author reports inside a sentence of their own, not a string
+    in code, data or markup: not inside a tag, not a string literal (``r"…"``), not a value after
+    ``=``, ``(``, ``[``, ``{``, ``,`` or a quoted key, not a link title, not on a blockquote line, no
+    markup inside it, and the line around it holds prose of the author's."""
+    start, end = quote.span()
+    before = text[:start]
+    if "<" in quote.group() or before.rfind("<") > before.rfind(">"):
+        return False
+    if quote.group()[0] == '"' and before[-1:].isalnum():
+        return False
+    kept = before.rstrip(" \t")
+    if kept[-1:] in ("=", "(", "[", "{", ",") or (kept[-1:] == ":" and kept[:-1].rstrip()[-1:] in ('"', "'")):
+        return False
+    token = re.search(r"\S*$", kept)
+    if token is not None and ("://" in token.group() or token.group().startswith(("(", "["))):
+        return False
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    line_end = len(text) if line_end < 0 else line_end
+    head, tail = text[line_start:start], text[end:line_end]
+    if head.lstrip().startswith(">"):
+        return False
+    return _weight(_INLINE_QUOTE.sub(" ", f"{head} {tail}")) >= _LINE_PROSE
+
+
+def without_reported_quotations(text: str) -> str | None:
+    """``text`` with the quotations its author reports in prose blanked out ("the email said
+    \"…\"", „…“, «…», 「…」), or ``None`` when it has none or too little prose of its own around
+    them: at least about twelve words, and at least as much as they quote. Code, JSON, markup
+    attributes, link titles and blockquotes are never reported speech."""
+    if '"' not in text and not any(mark in text for mark in "“„«「『"):
+        return None
+    try:
+        if isinstance(json.loads(text), dict | list):
+            return None
+    except (ValueError, RecursionError):
+        pass
+    fences = [m.span() for m in _CODE_FENCE.finditer(text)]
+    parts: list[str] = []
+    last = quoted = 0
+    for quote in _INLINE_QUOTE.finditer(text):
+        if quote.start() < last or any(a <= quote.start() < b for a, b in fences):
+            continue
+        if _reported(text, quote):
+            parts += [text[last : quote.start()], " "]
+            last = quote.end()
+            quoted += _weight(quote.group())
+    if not parts:
+        return None
+    rest = "".join([*parts, text[last:]])
+    own = _weight(strip_quoted(rest))
+    return rest if own >= max(_TEXT_PROSE, quoted) else None
 
 
 class _Folds(dict[str, str]):
