@@ -55,7 +55,7 @@ from graphmem.policy.prefilter import (
     literal_first,
     top_level,
 )
-from graphmem.policy.text import fold, reader_text
+from graphmem.policy.text import fold, reader_text, reported
 
 __all__ = [
     "CUES",
@@ -91,9 +91,18 @@ _WORD = re.compile(r"[^\W\d_]+(?:'[a-z]+)?", re.U)
 _WORD_ASCII = re.compile(r"[A-Za-z]+(?:'[a-z]+)?")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]+")
 _CONTENT_MIN = 4
-# Quotations of 12 characters or more: the author reports what someone said (an incident report, an
-# article about attacks). Code is kept: an instruction can sit inside an answer's code block.
+# Quotations of 12 characters or more, and blockquotes. Left out where the author reports what someone
+# said (an incident report, an article about attacks) and in code (string literals); kept where they
+# are data (a JSON value, a CSV cell, a settings value, a stand-alone quoted line), where an
+# instruction can sit. Code itself is kept: an instruction can sit inside an answer's code block.
 _QUOTATION = re.compile(r'"[^"\n]{12,400}"|“[^”]{12,400}”|«[^»]{12,400}»|^[^\S\n]*>.*$', re.M)
+# A line of code: a keyword that opens one, a shebang, a decorator, an assignment, a closing ";".
+_CODE_LINE = re.compile(
+    r"^[^\S\n]*(?:import \w|from [\w.]+ import|def \w|class \w|return\b|#!|const |let |var |function\b"
+    r"|public |private |fn |package |set -|echo |@\w|[\w.\[\]'\"]+[^\S\n]*[+\-*/]?=[^\S\n]*\S|.*;[^\S\n]*$)",
+    re.M,
+)
+_FENCE = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)", re.S)
 
 
 def _lex(*words: str) -> tuple[str, ...]:
@@ -724,7 +733,21 @@ FEATURE_DIM = HASH_DIM + DENSE_DIM
 
 
 def _own_text(text: str) -> str:
-    return fold(_QUOTATION.sub(" ", reader_text(text)))
+    """What the detector scores: what a model reads, folded, without the quotations the author
+    reports, blockquotes and, in code, string literals."""
+    reader = reader_text(text)
+    if '"' not in reader and "“" not in reader and "«" not in reader and ">" not in reader:
+        return fold(reader)
+    code = len(_CODE_LINE.findall(reader)) >= 2
+    fenced = not code and ("```" in reader or "~~~" in reader)
+    fences = [m.span() for m in _FENCE.finditer(reader)] if fenced else []
+
+    def left_out(quote: re.Match[str]) -> str:
+        if code or quote.group()[0] not in '"“«' or reported(reader, quote):
+            return " "
+        return " " if any(a <= quote.start() < b for a, b in fences) else quote.group()
+
+    return fold(_QUOTATION.sub(left_out, reader))
 
 
 def _segments_of(own: str) -> list[str]:

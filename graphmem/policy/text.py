@@ -28,6 +28,7 @@ __all__ = [
     "deobfuscate",
     "fold",
     "reader_text",
+    "reported",
     "strip_quoted",
     "views",
     "visible_text",
@@ -73,6 +74,8 @@ _QUOTED = re.compile(
 _INLINE_QUOTE = re.compile(
     r"\"[^\"\n]{2,}\"|“[^”]{2,2000}”|„[^“”]{2,2000}[“”]|«[^»]{2,2000}»|「[^」]{1,2000}」|『[^』]{1,2000}』"
 )
+# A key of data (YAML, front matter, settings): a name with "_", "." or "-" in it, then a colon.
+_DATA_KEY = re.compile(r"[\w.-]*[_.-][\w.-]*:")
 # Scripts written without spaces between words: a letter there carries about a word's worth of text.
 _UNSPACED = re.compile(
     r"[\u0e00-\u0e7f\u0e80-\u0eff\u1000-\u109f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]"
@@ -421,22 +424,22 @@ def _weight(text: str) -> int:
     return sum(map(str.isalpha, text)) + 2 * len(_UNSPACED.findall(text))
 
 
-def _reported(text: str, quote: re.Match[str]) -> bool:
-    """Whether ``quote`` is speech the author reports inside a sentence of their own, not a string
-    in code, data or markup: not inside a tag, not a string literal (``r"…"``), not a value after
-    ``=``, ``(``, ``[``, ``{``, ``,`` or a quoted key, not a link title, not on a blockquote line, no
-    markup inside it, and the line around it holds prose of the author's."""
+def reported(text: str, quote: re.Match[str]) -> bool:
+    """Whether the quotation ``quote`` (a match in ``text``) is speech the author reports inside a
+    sentence of their own, not a string in code, data or markup: not inside a tag, not a string
+    literal (``r"…"``), not a value after ``=``, ``(``, ``[``, ``{``, ``,``, a quoted key or a key
+    such as ``note_to_ai:``, not a link title, not on a blockquote line, no markup inside it, and
+    the line around it holds prose of the author's."""
     start, end = quote.span()
-    before = text[:start]
-    if "<" in quote.group() or before.rfind("<") > before.rfind(">"):
+    if "<" in quote.group() or text.rfind("<", 0, start) > text.rfind(">", 0, start):
         return False
-    if quote.group()[0] == '"' and before[-1:].isalnum():
+    if quote.group()[0] == '"' and text[start - 1 : start].isalnum():
         return False
-    kept = before.rstrip(" \t")
+    kept = text[max(0, start - 300) : start].rstrip(" \t")
     if kept[-1:] in ("=", "(", "[", "{", ",") or (kept[-1:] == ":" and kept[:-1].rstrip()[-1:] in ('"', "'")):
         return False
-    token = re.search(r"\S*$", kept)
-    if token is not None and ("://" in token.group() or token.group().startswith(("(", "["))):
+    token = kept.rsplit(None, 1)[-1] if kept.strip() else ""
+    if "://" in token or token.startswith(("(", "[")) or _DATA_KEY.fullmatch(token):
         return False
     line_start = text.rfind("\n", 0, start) + 1
     line_end = text.find("\n", end)
@@ -465,7 +468,7 @@ def without_reported_quotations(text: str) -> str | None:
     for quote in _INLINE_QUOTE.finditer(text):
         if quote.start() < last or any(a <= quote.start() < b for a, b in fences):
             continue
-        if _reported(text, quote):
+        if reported(text, quote):
             parts += [text[last : quote.start()], " "]
             last = quote.end()
             quoted += _weight(quote.group())
