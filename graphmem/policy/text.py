@@ -84,6 +84,8 @@ _UNSPACED = re.compile(
 # around its quotations (weighted letters: about two and about twelve words).
 _LINE_PROSE = 10
 _TEXT_PROSE = 60
+_NEAR = 600
+_AROUND = 200  # how much of its line on either side shows whether a quotation sits in prose
 
 _LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s"})
 _LEET_L = str.maketrans({"1": "l", "|": "l", "!": "i", "8": "b", "9": "g"})
@@ -431,20 +433,23 @@ def reported(text: str, quote: re.Match[str]) -> bool:
     such as ``note_to_ai:``, not a link title, not on a blockquote line, no markup inside it, and
     the line around it holds prose of the author's."""
     start, end = quote.span()
-    if "<" in quote.group() or text.rfind("<", 0, start) > text.rfind(">", 0, start):
+    # Every look around the quotation is bounded (a tag is at most 500 characters long), so a long
+    # text with many quotations costs in proportion to them.
+    near = max(0, start - _NEAR)
+    if "<" in quote.group() or text.rfind("<", near, start) > text.rfind(">", near, start):
         return False
     if quote.group()[0] == '"' and text[start - 1 : start].isalnum():
         return False
-    kept = text[max(0, start - 300) : start].rstrip(" \t")
+    kept = text[near:start].rstrip(" \t")
     if kept[-1:] in ("=", "(", "[", "{", ",") or (kept[-1:] == ":" and kept[:-1].rstrip()[-1:] in ('"', "'")):
         return False
     token = kept.rsplit(None, 1)[-1] if kept.strip() else ""
     if "://" in token or token.startswith(("(", "[")) or _DATA_KEY.fullmatch(token):
         return False
-    line_start = text.rfind("\n", 0, start) + 1
-    line_end = text.find("\n", end)
-    line_end = len(text) if line_end < 0 else line_end
-    head, tail = text[line_start:start], text[end:line_end]
+    line_start = text.rfind("\n", near, start) + 1 or near
+    line_end = text.find("\n", end, end + _NEAR)
+    line_end = min(len(text), end + _NEAR) if line_end < 0 else line_end
+    head, tail = text[max(line_start, start - _AROUND) : start], text[end : min(line_end, end + _AROUND)]
     if head.lstrip().startswith(">"):
         return False
     return _weight(_INLINE_QUOTE.sub(" ", f"{head} {tail}")) >= _LINE_PROSE
