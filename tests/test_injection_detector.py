@@ -269,15 +269,24 @@ def test_an_instruction_in_quotation_marks_is_scored_unless_the_author_reports_i
 
 
 def test_attacks_of_a_development_set_wrapped_in_quotation_marks_are_still_blocked() -> None:
-    """heldout-7 (a development set) attacks, each wrapped whole in quotation marks: the detector
-    blocks nearly as many as unwrapped (the detector before lr-11 blocked none of them)."""
+    """heldout-7 (a development set) attacks, each wrapped whole in quotation marks or put in a JSON
+    value: the detector blocks nearly as many as unwrapped (before lr-11 it blocked none of them)."""
     from graphmem.eval.gate import gate_datasets
 
     detector = load_detector()
+
+    def blocked(texts: list[str]) -> int:
+        return sum(detector.score(text).probability >= detector.quarantine_at for text in texts)
+
     lines = gate_datasets(names=["heldout-7"])["heldout-7"]
     attacks = [line["text"] for line in lines if line["label"] == "attack" and len(line["text"]) <= 400]
+    one_line = [text for text in attacks if "\n" not in text and '"' not in text]
     assert len(attacks) >= 100
-    plain = sum(detector.score(text).probability >= detector.quarantine_at for text in attacks)
-    wrapped = sum(detector.score(f"“{text}”").probability >= detector.quarantine_at for text in attacks)
+    assert len(one_line) >= 50
+    plain, plain_one_line = blocked(attacks), blocked(one_line)
     assert plain >= 0.5 * len(attacks)
-    assert wrapped >= 0.8 * plain, (wrapped, plain)
+    assert blocked([f"“{text}”" for text in attacks]) >= 0.9 * plain
+    assert blocked([f'"{text}"' for text in one_line]) >= 0.9 * plain_one_line
+    assert (
+        blocked([json.dumps({"note": text}, ensure_ascii=False) for text in one_line]) >= 0.9 * plain_one_line
+    )

@@ -750,6 +750,11 @@ def _own_text(text: str) -> str:
     return fold(_QUOTATION.sub(left_out, reader))
 
 
+# Taken off a segment's ends: list marks, separators and quotation marks (an instruction quoted whole
+# still opens with its verb).
+_EDGES = ' -*•:;,"“”„«»'
+
+
 def _segments_of(own: str) -> list[str]:
     out = []
     # In ASCII text without "|" only two of _SEGMENT's alternatives can match; alone, they are faster.
@@ -757,7 +762,7 @@ def _segments_of(own: str) -> list[str]:
         # A long run without sentence breaks (mail flattened to one line: "video.if you have") is
         # cut again where a sentence mark touches the next word.
         pieces = _RUN_ON.split(part) if part.count(" ") > _RUN_ON_WORDS else (part,)
-        out += [p.strip(" -*•:;,") for p in pieces if len(p.strip(" -*•:;,")) > 1]
+        out += [p.strip(_EDGES) for p in pieces if len(p.strip(_EDGES)) > 1]
     return out
 
 
