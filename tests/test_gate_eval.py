@@ -149,6 +149,20 @@ def test_unknown_layer_is_refused() -> None:
                 ),
             ),
         ),
+        (
+            "heldout-9",
+            (200, 190),
+            30,
+            (
+                (*LANGUAGES_13, "ar", "hi", *"cs el he id sv sw uk vi".split()),
+                (
+                    *LANGUAGES_13,
+                    "ar",
+                    "hi",
+                    *"bn ca cs da el et fa fi he hr hu id lt ms nb ro sk sv ta th uk vi".split(),
+                ),
+            ),
+        ),
     ],
 )
 def test_the_frozen_held_out_sets_are_there_and_labelled(

@@ -194,7 +194,18 @@ def _texts(directory: Path) -> list[str]:
 
 @pytest.mark.parametrize(
     "directory",
-    ["corpus", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8"],
+    [
+        "corpus",
+        "heldout",
+        "heldout2",
+        "heldout3",
+        "heldout4",
+        "heldout5",
+        "heldout6",
+        "heldout7",
+        "heldout8",
+        "heldout9",
+    ],
 )
 def test_fast_scan_equals_reference_on_repository_sets(directory: str) -> None:
     for text in _texts(ROOT / directory):
@@ -564,7 +575,18 @@ def assert_same_cues(text: str) -> None:
 
 @pytest.mark.parametrize(
     "directory",
-    ["corpus", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8"],
+    [
+        "corpus",
+        "heldout",
+        "heldout2",
+        "heldout3",
+        "heldout4",
+        "heldout5",
+        "heldout6",
+        "heldout7",
+        "heldout8",
+        "heldout9",
+    ],
 )
 def test_cue_hits_equal_the_whole_regexes_on_repository_sets(directory: str) -> None:
     for text in _texts(ROOT / directory):
