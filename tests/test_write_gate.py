@@ -293,3 +293,7 @@ def test_an_incident_report_quoting_an_attack_follows_the_reported_quotations_po
     assert record is not None
     assert record.status is expected[2]
     assert [r.id for r in store.approvals(tenant)] == ([decision.record_id] if mode == "quarantine" else [])
+    # The audit log says why, in labels only: never the quoted text.
+    (event,) = [e for e in store.audit(tenant) if decision.record_id in e.record_ids]
+    assert "quotation:poisoning:override_instructions" in event.details["findings"]
+    assert "ignore previous" not in json.dumps(event.model_dump(mode="json"))
