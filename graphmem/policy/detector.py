@@ -1,8 +1,11 @@
 """The learned injection detector: is a sentence of this text an instruction to the reader's AI?
 
-A text is cut into segments (sentences, table rows, ``|``-separated header
-fields), quotations are left out, and each segment is scored by a
-logistic regression over two kinds of features:
+A text is read as a model reads it (comments, hidden elements and alternative
+text included, invisible characters left out, wrapped lines joined), the
+quotations its author reports and the string literals of code are left out,
+the rest is cut into segments (sentences, table rows, ``|``-separated header
+fields), and each segment is scored by a logistic regression over two kinds
+of features:
 
 * hand-designed cues that carry across attacks and languages — who is
   addressed (an assistant, "your response"), imperative mood, demands on the
@@ -55,7 +58,7 @@ from graphmem.policy.prefilter import (
     literal_first,
     top_level,
 )
-from graphmem.policy.text import fold, reader_text, reported
+from graphmem.policy.text import fold, reader_text, reported, without_invisible
 
 __all__ = [
     "CUES",
@@ -91,11 +94,12 @@ _WORD = re.compile(r"[^\W\d_]+(?:'[a-z]+)?", re.U)
 _WORD_ASCII = re.compile(r"[A-Za-z]+(?:'[a-z]+)?")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]+")
 _CONTENT_MIN = 4
-# Quotations of 12 characters or more, and blockquotes. Left out where the author reports what someone
-# said (an incident report, an article about attacks) and in code (string literals); kept where they
-# are data (a JSON value, a CSV cell, a settings value, a stand-alone quoted line), where an
-# instruction can sit. Code itself is kept: an instruction can sit inside an answer's code block.
-_QUOTATION = re.compile(r'"[^"\n]{12,400}"|“[^”]{12,400}”|«[^»]{12,400}»|^[^\S\n]*>.*$', re.M)
+# Quotations of 12 characters or more. Left out where the author reports what someone said (an
+# incident report, an article about attacks) and in code (string literals); kept where they are data
+# (a JSON value, a CSV cell, a settings value, a stand-alone quoted line), where an instruction can
+# sit. Code itself is kept, and so are blockquotes (the earlier mail of a thread is as untrusted as
+# the rest): an instruction can sit in either.
+_QUOTATION = re.compile(r'"[^"\n]{12,400}"|“[^”]{12,400}”|«[^»]{12,400}»')
 # A line of code: a keyword that opens one, a shebang, a decorator, an assignment, a closing ";".
 _CODE_LINE = re.compile(
     r"^[^\S\n]*(?:import \w|from [\w.]+ import|def \w|class \w|return\b|#!|const |let |var |function\b"
@@ -732,27 +736,40 @@ DENSE_DIM = len(_DENSE)
 FEATURE_DIM = HASH_DIM + DENSE_DIM
 
 
+# A line break inside a sentence, as mail and plain-text documents wrap their lines: after thirty
+# characters or more of a line that ends in a letter, digit, comma, semicolon or hyphen, before a
+# lower-case letter (``_unwrapped`` checks the case). The break is matched first, then what is
+# behind it: a search for line breaks, not a look behind every character.
+_HARD_WRAP = re.compile(r"\n(?<=[^\n]{30}[^\W_]\n|[^\n]{30}[,;-]\n)(?=[^\W\d_])")
+
+
+def _unwrapped(line_break: re.Match[str]) -> str:
+    return " " if line_break.string[line_break.end()].islower() else "\n"
+
+
 def _own_text(text: str) -> str:
-    """What the detector scores: what a model reads, folded, without the quotations the author
-    reports, blockquotes and, in code, string literals."""
-    reader = reader_text(text)
-    if '"' not in reader and "“" not in reader and "«" not in reader and ">" not in reader:
+    """What the detector scores: what a model reads (invisible characters left out, wrapped lines
+    joined), folded, without the quotations the author reports and, in code, string literals."""
+    reader = reader_text(without_invisible(text))
+    if "\n" in reader:
+        reader = _HARD_WRAP.sub(_unwrapped, reader)
+    if '"' not in reader and "“" not in reader and "«" not in reader:
         return fold(reader)
     code = len(_CODE_LINE.findall(reader)) >= 2
     fenced = not code and ("```" in reader or "~~~" in reader)
     fences = [m.span() for m in _FENCE.finditer(reader)] if fenced else []
 
     def left_out(quote: re.Match[str]) -> str:
-        if code or quote.group()[0] not in '"“«' or reported(reader, quote):
+        if code or reported(reader, quote) or any(a <= quote.start() < b for a, b in fences):
             return " "
-        return " " if any(a <= quote.start() < b for a, b in fences) else quote.group()
+        return quote.group()
 
     return fold(_QUOTATION.sub(left_out, reader))
 
 
-# Taken off a segment's ends: list marks, separators and quotation marks (an instruction quoted whole
-# still opens with its verb).
-_EDGES = ' -*•:;,"“”„«»'
+# Taken off a segment's ends: list marks, separators, quotation marks (an instruction quoted whole
+# still opens with its verb) and blockquote marks.
+_EDGES = ' -*•:;,"“”„«»>'
 
 
 def _segments_of(own: str) -> list[str]:
