@@ -186,27 +186,17 @@ def _screen_ready() -> None:
         assert engine_mod.wait_for_screen(timeout=600)
 
 
+# The labelled sets in the repository: the rules' corpus and every frozen held-out set.
+REPOSITORY_SETS = ["corpus", "heldout", *(f"heldout{n}" for n in range(2, 10))]
+
+
 def _texts(directory: Path) -> list[str]:
     return [
         line["text"] for name in ("attacks", "benign") for line in jsonl_lines(directory / f"{name}.jsonl")
     ]
 
 
-@pytest.mark.parametrize(
-    "directory",
-    [
-        "corpus",
-        "heldout",
-        "heldout2",
-        "heldout3",
-        "heldout4",
-        "heldout5",
-        "heldout6",
-        "heldout7",
-        "heldout8",
-        "heldout9",
-    ],
-)
+@pytest.mark.parametrize("directory", REPOSITORY_SETS)
 def test_fast_scan_equals_reference_on_repository_sets(directory: str) -> None:
     for text in _texts(ROOT / directory):
         assert_same(text)
@@ -573,21 +563,7 @@ def assert_same_cues(text: str) -> None:
     ), text[:200]
 
 
-@pytest.mark.parametrize(
-    "directory",
-    [
-        "corpus",
-        "heldout",
-        "heldout2",
-        "heldout3",
-        "heldout4",
-        "heldout5",
-        "heldout6",
-        "heldout7",
-        "heldout8",
-        "heldout9",
-    ],
-)
+@pytest.mark.parametrize("directory", REPOSITORY_SETS)
 def test_cue_hits_equal_the_whole_regexes_on_repository_sets(directory: str) -> None:
     for text in _texts(ROOT / directory):
         assert_same_cues(text)
