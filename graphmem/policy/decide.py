@@ -169,8 +169,8 @@ def decide(
     author reports in prose (``WritePolicy.reported_quotations``: an incident report
     quoting an attack); from trusted evidence only concealed instructions are
     (``WritePolicy.trusted_poisoning``), so a trusted incident report may quote an
-    attack. Messages and findings name detectors,
-    kinds and fields, never the offending text.
+    attack. Messages and findings name detectors, kinds and fields, never the
+    offending text.
     """
     policy = policy or WritePolicy()
     rejected = WriteOutcome.REJECTED

@@ -142,8 +142,9 @@ def concealed_findings(text: str, *, reference: bool = False) -> list[PoisonFind
 def only_in_reported_quotations(text: str, findings: Iterable[PoisonFinding]) -> bool:
     """Whether ``findings`` (of ``text``) all sit in quotations its author reports in prose ("the
     email said \"ignore previous instructions\""): every rule that fired did so in the visible text,
-    openly, and none fires once those quotations are blanked out. A rule that fired only in hidden,
-    encoded or obfuscated text, or in code, data, markup or a blockquote, never did."""
+    openly, and none fires once those quotations are blanked out. A rule that fired in hidden,
+    encoded or obfuscated text only, or in code, data, markup or a blockquote, is never reported
+    speech."""
     findings = list(findings)
     in_the_open = {f.rule for f in findings if f.channel == "plain" and f.via == "text"}
     if not findings or any(f.rule not in in_the_open for f in findings):

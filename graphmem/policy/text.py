@@ -480,7 +480,7 @@ def without_reported_quotations(text: str) -> str | None:
     parts: list[str] = []
     last = quoted = 0
     for quote in _INLINE_QUOTE.finditer(text):
-        if quote.start() < last or any(a <= quote.start() < b for a, b in fences):
+        if any(a <= quote.start() < b for a, b in fences):
             continue
         if reported(text, quote):
             parts += [text[last : quote.start()], " "]
