@@ -411,3 +411,19 @@ def test_the_plain_split_is_a_stable_hash_disjoint_and_balanced(
     with pytest.raises(ValueError, match="split must be"):
         lines_of("test")
     assert gate_datasets(names=[dataset]) == {dataset: dev}
+
+
+def test_the_tenth_held_out_set_is_there_and_waits_unread() -> None:
+    """tests/heldout10 is frozen for the detector after injection-lr-13: its shape is checked here,
+    and no data set of `graphmem eval --gate` reads it until that detector is committed."""
+    directory = REPO / "tests" / "heldout10"
+    lines = labelled(directory)
+    attacks = [x for x in lines if x["label"] == "attack"]
+    benign = [x for x in lines if x["label"] == "benign"]
+    assert (len(attacks), len(benign)) == (200, 190)
+    assert all(x["source_trust"] == "untrusted" and x["instruction"] in x["text"] for x in attacks)
+    assert sum(x["source_trust"] == "trusted" for x in benign) == 30
+    assert {x["lang"] for x in attacks} == {*LANGUAGES_13, "ar", "hi", *"cs el he id sv sw uk vi".split()}
+    assert len({x["lang"] for x in benign}) == 35
+    assert len({x["text"] for x in lines}) == len(lines)
+    assert directory not in HELD_OUT.values()
