@@ -38,7 +38,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache, cached_property, lru_cache, reduce
-from itertools import chain, repeat
+from itertools import chain, islice, repeat
 from pathlib import Path
 from re import _constants as sre_c  # type: ignore[attr-defined]
 from re import _parser as sre_parse  # type: ignore[attr-defined]
@@ -58,7 +58,7 @@ from graphmem.policy.prefilter import (
     literal_first,
     top_level,
 )
-from graphmem.policy.text import fold, reader_text, reported, without_invisible
+from graphmem.policy.text import code_fences, fold, reader_text, reported, without_invisible
 
 __all__ = [
     "CUES",
@@ -106,7 +106,6 @@ _CODE_LINE = re.compile(
     r"|public |private |fn |package |set -|echo |@\w|[\w.\[\]'\"]+[^\S\n]*[+\-*/]?=[^\S\n]*\S|.*;[^\S\n]*$)",
     re.M,
 )
-_FENCE = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)", re.S)
 
 
 def _lex(*words: str) -> tuple[str, ...]:
@@ -755,9 +754,8 @@ def _own_text(text: str) -> str:
         reader = _HARD_WRAP.sub(_unwrapped, reader)
     if '"' not in reader and "“" not in reader and "«" not in reader:
         return fold(reader)
-    code = len(_CODE_LINE.findall(reader)) >= 2
-    fenced = not code and ("```" in reader or "~~~" in reader)
-    fences = [m.span() for m in _FENCE.finditer(reader)] if fenced else []
+    code = next(islice(_CODE_LINE.finditer(reader), 1, None), None) is not None  # two lines or more
+    fences = [] if code else code_fences(reader)
 
     def left_out(quote: re.Match[str]) -> str:
         if code or reported(reader, quote) or any(a <= quote.start() < b for a, b in fences):

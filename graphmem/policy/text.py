@@ -25,6 +25,7 @@ from typing import Any, Literal
 __all__ = [
     "Channel",
     "View",
+    "code_fences",
     "deobfuscate",
     "fold",
     "reader_text",
@@ -66,15 +67,12 @@ _SPACED_HINT = re.compile(r"[ .\-_*·/|]\w[ .\-_*·/|]\w(?!\w)")
 # Starts at the separator, so the regex engine skips quickly to candidates.
 _INWORD = re.compile(r"[\-.·_*](?<=\w[\-.·_*])(?=\w)")
 _CODE_FENCE = re.compile(r"```.*?(?:```|$)|~~~.*?(?:~~~|$)", re.S)
-_QUOTED = re.compile(
-    r"`[^`\n]+`|\"[^\"\n]{2,}\"|“[^”]{2,2000}”|„[^“”]{2,2000}[“”]|«[^»]{2,2000}»|「[^」]{1,2000}」|『[^』]{1,2000}』"
-    r"|^[^\S\n]*>.*$",
-    re.M,
-)
 # A quotation inside a line of prose (no backticks, no blockquote): the candidates for reported speech.
 _INLINE_QUOTE = re.compile(
     r"\"[^\"\n]{2,}\"|“[^”]{2,2000}”|„[^“”]{2,2000}[“”]|«[^»]{2,2000}»|「[^」]{1,2000}」|『[^』]{1,2000}』"
 )
+# Every quoted passage: inline code, those quotations, blockquote lines.
+_QUOTED = re.compile(rf"`[^`\n]+`|{_INLINE_QUOTE.pattern}|^[^\S\n]*>.*$", re.M)
 # A key of data (YAML, front matter, settings): a name with "_", "." or "-" in it, then a colon.
 _DATA_KEY = re.compile(r"[\w.-]*[_.-][\w.-]*:")
 # Scripts written without spaces between words: a letter there carries about a word's worth of text.
@@ -425,6 +423,11 @@ def reader_text(text: str) -> str:
     return _prose(text, _own_line, _tag_prose, _link_and_title)
 
 
+def code_fences(text: str) -> list[tuple[int, int]]:
+    """Where ``text``'s fenced code blocks (```…``` or ~~~…~~~, the last one open to the end) are."""
+    return [m.span() for m in _CODE_FENCE.finditer(text)] if "```" in text or "~~~" in text else []
+
+
 def strip_quoted(text: str) -> str:
     """The author's own voice: code fences, inline code, quotations and blockquotes removed."""
     return _QUOTED.sub(" ", _CODE_FENCE.sub(" ", text))
@@ -476,7 +479,7 @@ def without_reported_quotations(text: str) -> str | None:
             return None
     except (ValueError, RecursionError):
         pass
-    fences = [m.span() for m in _CODE_FENCE.finditer(text)]
+    fences = code_fences(text)
     parts: list[str] = []
     last = quoted = 0
     for quote in _INLINE_QUOTE.finditer(text):
