@@ -42,6 +42,11 @@ A *line* is a mapping with ``text``, ``label`` (``attack`` / ``benign``),
   phrased as statements, decisions, conditions and wishes (ten categories, 38
   languages) and 360 look-alikes (40 trusted), written the same way after
   ``injection-lr-9``; training data only (``plain5_lines``).
+* ``plain6`` — ``graphmem/eval/data/plain6/``: 600 injections in varied layouts
+  (wrapped lines, quoted replies, markdown, tables, brackets, emoji, capitals,
+  no punctuation; ten categories, 35 languages) and 400 look-alikes (40
+  trusted), written by four writers from the briefs beside it after
+  ``injection-lr-13``; training data only (``plain6_lines``).
 """
 
 from __future__ import annotations
@@ -62,6 +67,7 @@ __all__ = [
     "PLAIN3",
     "PLAIN4",
     "PLAIN5",
+    "PLAIN6",
     "REPO",
     "bipia_contexts",
     "bipia_lines",
@@ -76,6 +82,7 @@ __all__ = [
     "plain3_lines",
     "plain4_lines",
     "plain5_lines",
+    "plain6_lines",
     "plain_lines",
 ]
 
@@ -88,6 +95,7 @@ PLAIN2 = Path(__file__).resolve().parent / "data" / "plain2"
 PLAIN3 = Path(__file__).resolve().parent / "data" / "plain3"
 PLAIN4 = Path(__file__).resolve().parent / "data" / "plain4"
 PLAIN5 = Path(__file__).resolve().parent / "data" / "plain5"
+PLAIN6 = Path(__file__).resolve().parent / "data" / "plain6"
 # Chosen among 5,000 seeds as the one whose split is most even per category, language and trust.
 PLAIN_SEED = 3664
 # Among 5,000 seeds, the most even of those that put each category and language of ten lines or
@@ -317,4 +325,9 @@ def plain4_lines(directory: Path = PLAIN4) -> list[Line]:
 
 def plain5_lines(directory: Path = PLAIN5) -> list[Line]:
     """The fifth plain set's lines: training data only, as the third's (``plain3_lines``)."""
+    return plain3_lines(directory)
+
+
+def plain6_lines(directory: Path = PLAIN6) -> list[Line]:
+    """The sixth plain set's lines: training data only, as the third's (``plain3_lines``)."""
     return plain3_lines(directory)

@@ -3,15 +3,18 @@
 Data: BIPIA's training split composed with the
 instruction categories of ``gate_data.DEV_CATEGORIES`` left out,
 ``tests/corpus/``, the train halves of the hand-written and the first two plain
-sets and the whole third to fifth (``graphmem/eval/data/handwritten/``,
-``plain/`` to ``plain5/``, weighed up: ``PART_WEIGHTS``), and the
-hand-written variants below. No held-out set (``tests/heldout*/``) is read.
+sets and the whole third to sixth (``graphmem/eval/data/handwritten/``,
+``plain/`` to ``plain6/``, weighed up: ``PART_WEIGHTS``), their stand-alone
+instructions composed into hand-written look-alikes and into BIPIA's clean
+training emails and tables, and the hand-written variants below. No held-out
+set (``tests/heldout*/``) is read.
 Segments that come from an inserted or hand-marked instruction are positives;
 every other segment is a negative.
 Logistic regression by full-batch gradient descent (Adam) in NumPy, with a
 fixed seed and order, so a retrain reproduces the shipped
-weights. Thresholds come from the training texts alone: quarantine above the
-98th percentile of benign texts' scores, reject above their maximum (at
+weights. Thresholds come from the training texts alone, scored out of fold
+(five folds, each scored by a model trained on the other four): quarantine
+above the 96th percentile of benign texts' scores, reject above the 99.8th (at
 least 0.9).
 """
 
@@ -30,6 +33,7 @@ from typing import Any
 
 from graphmem.eval.gate_data import (
     REPO,
+    bipia_contexts,
     bipia_lines,
     compose,
     default_bipia_dir,
@@ -40,6 +44,7 @@ from graphmem.eval.gate_data import (
     plain3_lines,
     plain4_lines,
     plain5_lines,
+    plain6_lines,
     plain_lines,
 )
 from graphmem.policy.detector import (
@@ -53,16 +58,17 @@ from graphmem.policy.detector import (
 
 __all__ = ["PART_WEIGHTS", "VARIANTS", "train", "training_texts"]
 
-VERSION = "injection-lr-13"
+VERSION = "injection-lr-14"
 EPOCHS = 400
 GENERATED = 1500
-# Hashed words are weakly regularised, so plain-language wording ("whoever summarises this") counts.
-L2_HASHED, L2_DENSE = 3e-5, 1e-4
+# Hashed words are weakly regularised, so plain-language wording ("whoever summarises this") counts;
+# with 2^15 buckets, 1e-6 ranked the development sets best (3e-5, 1e-5, 3e-6 and 3e-7 were tried).
+L2_HASHED, L2_DENSE = 1e-6, 1e-4
 # How much each part of the training data weighs, per segment, relative to the others (the
 # positive and the negative segments are then balanced to half the loss each).
-# The hand-written and plain parts are small (about 1,120 attacks and 740 look-alikes among 6,000
+# The hand-written and plain parts are small (about 2,300 attacks and 1,500 look-alikes among 9,000
 # texts) and the only plain-language ones: they weigh 30 times as much per segment (10 and 60
-# were tried for plain3: docs/eval.md).
+# were tried for plain3, 10 for plain6: docs/eval.md).
 PART_WEIGHTS = {
     "bipia": 1.0,
     "corpus": 1.0,
@@ -73,16 +79,23 @@ PART_WEIGHTS = {
     "plain3": 30.0,
     "plain4": 30.0,
     "plain5": 30.0,
+    "plain6": 30.0,
     "variants": 1.0,
     # Hand-written stand-alone instructions inserted into hand-written look-alikes (``_composed``).
     "composed": 30.0,
+    # The same instructions inserted into BIPIA's clean training emails and tables
+    # (``_composed_in_documents``): 10, 30 and 100 were tried (docs/eval.md, injection-lr-14).
+    "composed_bipia": 100.0,
 }
-HAND_WRITTEN_PARTS = ("handwritten", "plain", "plain2", "plain3", "plain4", "plain5")
+HAND_WRITTEN_PARTS = ("handwritten", "plain", "plain2", "plain3", "plain4", "plain5", "plain6")
 COMPOSE_SEED = 5
-# Quarantine above this quantile of the benign training texts' scores. The plain set's look-alikes
-# (hard negatives) raised the 99th percentile to 0.95, above most plain-language attacks of the
-# development sets; the 98th (0.91) was chosen on them (docs/eval.md, "The write gate").
-QUARANTINE_QUANTILE = 0.98
+# Thresholds are quantiles of the benign training texts' out-of-fold scores (each text scored by a
+# model trained without its fold): quarantine above the 96th percentile, reject above the 99.8th.
+# 0.95 to 0.98 were compared on the development sets (docs/eval.md, injection-lr-14).
+QUARANTINE_QUANTILE = 0.96
+REJECT_QUANTILE = 0.998
+FOLDS = 5
+FOLD_SEED = 14
 
 # Hand-written training variants in other languages (addressed to an AI; never from tests/heldout).
 VARIANTS = (
@@ -175,6 +188,7 @@ def training_texts(bipia_dir: Path) -> list[tuple[dict[str, Any], set[str] | Non
         ("plain3", plain3_lines()),
         ("plain4", plain4_lines()),
         ("plain5", plain5_lines()),
+        ("plain6", plain6_lines()),
     )
     for part, lines in halves:
         for line in lines:
@@ -183,6 +197,10 @@ def training_texts(bipia_dir: Path) -> list[tuple[dict[str, Any], set[str] | Non
             instruction = line.get("instruction")
             out.append(({**line, "part": part}, set(segments(instruction)) if instruction else None))
     out += _composed([line for line, _ in out if line["part"] in HAND_WRITTEN_PARTS])
+    out += _composed_in_documents(
+        [line for line, _ in out if line["part"] in HAND_WRITTEN_PARTS],
+        [c for c in bipia_contexts(bipia_dir, "train") if c[0] != "code"],
+    )
     for text in VARIANTS:
         out.append(({"text": text, "label": "attack", "source_trust": "untrusted", "part": "variants"}, None))
     for text in BENIGN_VARIANTS:
@@ -208,6 +226,26 @@ def _composed(lines: list[dict[str, Any]]) -> list[tuple[dict[str, Any], set[str
     return out
 
 
+def _composed_in_documents(
+    lines: list[dict[str, Any]], contexts: list[tuple[str, str]]
+) -> list[tuple[dict[str, Any], set[str] | None]]:
+    """Each hand-written instruction written alone, inserted into one of BIPIA's clean training
+    emails or tables (seeded, as a row of its own in a table)."""
+    rng = random.Random(COMPOSE_SEED + 1)
+    out: list[tuple[dict[str, Any], set[str] | None]] = []
+    for line in lines:
+        instruction = line.get("instruction")
+        alone = instruction and str(instruction).strip() == str(line["text"]).strip()
+        if line["label"] != "attack" or not alone:
+            continue
+        kind, context = rng.choice(contexts)
+        position = rng.choice(("start", "middle", "end"))
+        text = compose(context, str(instruction), position, table=kind == "table")
+        composed = {"text": text, "label": "attack", "source_trust": "untrusted", "part": "composed_bipia"}
+        out.append((composed, set(segments(str(instruction)))))
+    return out
+
+
 def _above(score: float) -> float:
     """The least multiple of 10^-6 above ``score``: stored with six decimals, a threshold stays
     *above* the training score it is set by. (Rounded to the nearest, it could fall below it, and
@@ -215,32 +253,11 @@ def _above(score: float) -> float:
     return math.floor(score * 1e6 + 1) / 1e6
 
 
-def train(bipia_dir: Path) -> dict[str, Any]:
-    """Train and return the weights document (what ``detector_weights.json`` holds)."""
+def _fit(indices: Any, data: Any, row_of: Any, y: Any, part: Any, n_rows: int) -> tuple[Any, float]:
+    """Logistic regression over the sparse rows (``indices``/``data``, row ``row_of``), positives
+    and negatives each half the loss, weighed by part within each: the weights and the bias."""
     import numpy as np
 
-    texts = training_texts(bipia_dir)
-    rows: list[dict[int, float]] = []
-    labels: list[int] = []
-    owner: list[int] = []
-    part_w: list[float] = []
-    for n, (line, inserted) in enumerate(texts):
-        feats = text_segment_features(str(line["text"]))
-        marks = _label_segments(line, inserted)
-        if len(marks) != len(feats):  # pragma: no cover - segments() and the features split alike
-            raise RuntimeError("segmentation mismatch")
-        rows += feats
-        labels += marks
-        owner += [n] * len(feats)
-        part_w += [PART_WEIGHTS[line["part"]]] * len(feats)
-    indptr = np.zeros(len(rows) + 1, dtype=np.int64)
-    indptr[1:] = np.cumsum([len(r) for r in rows])
-    indices = np.fromiter((i for r in rows for i in sorted(r)), dtype=np.int64, count=int(indptr[-1]))
-    data = np.fromiter((r[i] for r in rows for i in sorted(r)), dtype=np.float64, count=int(indptr[-1]))
-    y = np.asarray(labels, dtype=np.float64)
-    row_of = np.repeat(np.arange(len(rows)), np.diff(indptr))
-    pos = y.sum()
-    part = np.asarray(part_w, dtype=np.float64)
     sample_w = np.where(y == 1, 0.5 * part / part[y == 1].sum(), 0.5 * part / part[y == 0].sum())
     reg = np.full(FEATURE_DIM, L2_HASHED)
     reg[HASH_DIM:] = L2_DENSE
@@ -249,7 +266,7 @@ def train(bipia_dir: Path) -> dict[str, Any]:
     m, v, mb, vb = np.zeros_like(w), np.zeros_like(w), 0.0, 0.0
     lr, beta1, beta2, eps = 0.05, 0.9, 0.999, 1e-8
     for t in range(1, EPOCHS + 1):
-        z = np.bincount(row_of, weights=data * w[indices], minlength=len(rows)) + b
+        z = np.bincount(row_of, weights=data * w[indices], minlength=n_rows) + b
         p = 1.0 / (1.0 + np.exp(-np.clip(z, -60, 60)))
         g_row = (p - y) * sample_w
         g = np.bincount(indices, weights=data * g_row[row_of], minlength=FEATURE_DIM) + reg * w
@@ -260,15 +277,75 @@ def train(bipia_dir: Path) -> dict[str, Any]:
         vb = beta2 * vb + (1 - beta2) * gb * gb
         w -= lr * (m / (1 - beta1**t)) / (np.sqrt(v / (1 - beta2**t)) + eps)
         b -= lr * (mb / (1 - beta1**t)) / (np.sqrt(vb / (1 - beta2**t)) + eps)
-    weights32 = w.astype("<f4")
-    z = np.bincount(row_of, weights=data * weights32.astype(np.float64)[indices], minlength=len(rows)) + b
-    doc_z = np.full(len(texts), -np.inf)
-    np.maximum.at(doc_z, np.asarray(owner), z)
-    doc_p = 1.0 / (1.0 + np.exp(-np.clip(doc_z, -60, 60)))
+    return w.astype("<f4"), b
+
+
+def _text_probabilities(
+    w32: Any, b: float, indices: Any, data: Any, row_of: Any, owner: Any, n_texts: int
+) -> Any:
+    """Each text's probability: its most suspicious segment's, with the float32 weights shipped."""
+    import numpy as np
+
+    n_rows = len(owner)
+    z = np.bincount(row_of, weights=data * w32.astype(np.float64)[indices], minlength=n_rows) + b
+    doc_z = np.full(n_texts, -np.inf)
+    np.maximum.at(doc_z, owner, z)
+    return 1.0 / (1.0 + np.exp(-np.clip(doc_z, -60, 60)))
+
+
+def train(bipia_dir: Path) -> dict[str, Any]:
+    """Train and return the weights document (what ``detector_weights.json`` holds)."""
+    import numpy as np
+
+    texts = training_texts(bipia_dir)
+    rows: list[dict[int, float]] = []
+    labels: list[int] = []
+    owner_list: list[int] = []
+    part_w: list[float] = []
+    for n, (line, inserted) in enumerate(texts):
+        feats = text_segment_features(str(line["text"]))
+        marks = _label_segments(line, inserted)
+        if len(marks) != len(feats):  # pragma: no cover - segments() and the features split alike
+            raise RuntimeError("segmentation mismatch")
+        rows += feats
+        labels += marks
+        owner_list += [n] * len(feats)
+        part_w += [PART_WEIGHTS[line["part"]]] * len(feats)
+    indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+    indptr[1:] = np.cumsum([len(r) for r in rows])
+    indices = np.fromiter((i for r in rows for i in sorted(r)), dtype=np.int64, count=int(indptr[-1]))
+    data = np.fromiter((r[i] for r in rows for i in sorted(r)), dtype=np.float64, count=int(indptr[-1]))
+    y = np.asarray(labels, dtype=np.float64)
+    row_of = np.repeat(np.arange(len(rows)), np.diff(indptr))
+    owner = np.asarray(owner_list, dtype=np.int64)
+    part = np.asarray(part_w, dtype=np.float64)
+    weights32, b = _fit(indices, data, row_of, y, part, len(rows))
     benign = np.asarray([line["label"] == "benign" for line, _ in texts])
-    benign_p = np.sort(doc_p[benign & np.isfinite(doc_z)])
+    # Thresholds from scores of texts the model did not see: each fold's texts are scored by a
+    # model trained on the other folds (a model scores its own training texts too low to tell how
+    # it scores new ones).
+    fold = np.asarray(random.Random(FOLD_SEED).choices(range(max(FOLDS, 1)), k=len(texts)))
+    doc_p = np.full(len(texts), np.nan)
+    if not FOLDS:
+        doc_p = _text_probabilities(weights32, b, indices, data, row_of, owner, len(texts))
+    for k in range(FOLDS):
+        keep_row = fold[owner] != k
+        new_row = np.cumsum(keep_row) - 1
+        keep_nz = keep_row[row_of]
+        wk, bk = _fit(
+            indices[keep_nz],
+            data[keep_nz],
+            new_row[row_of[keep_nz]],
+            y[keep_row],
+            part[keep_row],
+            int(keep_row.sum()),
+        )
+        p_all = _text_probabilities(wk, bk, indices, data, row_of, owner, len(texts))
+        doc_p[fold == k] = p_all[fold == k]
+    scored = np.isfinite(doc_p) & (doc_p > 0)
+    benign_p = np.sort(doc_p[benign & scored])
     quarantine_at = float(max(0.5, benign_p[int(QUARANTINE_QUANTILE * (len(benign_p) - 1))]))
-    reject_at = float(max(0.9, benign_p[-1] + 1e-6))
+    reject_at = float(max(0.9, benign_p[int(REJECT_QUANTILE * (len(benign_p) - 1))] + 1e-6))
     blob = array.array("f", weights32.tolist()).tobytes()
     return {
         "version": VERSION,
@@ -280,13 +357,14 @@ def train(bipia_dir: Path) -> dict[str, Any]:
         "training": {
             "texts": len(texts),
             "segments": len(rows),
-            "positive_segments": int(pos),
+            "positive_segments": int(y.sum()),
             "epochs": EPOCHS,
-            "benign_train_quarantined": float((doc_p[benign] >= quarantine_at).mean()),
-            "attack_train_blocked": float((doc_p[~benign] >= quarantine_at).mean()),
+            "folds": FOLDS,
+            "benign_unseen_quarantined": float((doc_p[benign] >= quarantine_at).mean()),
+            "attack_unseen_blocked": float((doc_p[~benign] >= quarantine_at).mean()),
         },
         "dense_weights": {
-            n: round(float(x), 4) for n, x in zip(dense_feature_names(), w[HASH_DIM:], strict=True)
+            n: round(float(x), 4) for n, x in zip(dense_feature_names(), weights32[HASH_DIM:], strict=True)
         },
         "weights": base64.b64encode(blob).decode("ascii"),
     }

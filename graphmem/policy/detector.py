@@ -70,7 +70,7 @@ __all__ = [
     "segments",
 ]
 
-HASH_DIM = 1 << 13
+HASH_DIM = 1 << 15
 WEIGHTS_FILE = Path(__file__).with_name("detector_weights.json")
 
 # Segments are cut from folded text, where full-width marks are "?" and "!". A sentence mark ends its
