@@ -417,9 +417,9 @@ def test_the_plain_split_is_a_stable_hash_disjoint_and_balanced(
     assert gate_datasets(names=[dataset]) == {dataset: dev}
 
 
-def test_the_tenth_held_out_set_is_there_and_waits_unread() -> None:
-    """tests/heldout10 is frozen for the detector after injection-lr-13: its shape is checked here,
-    and no data set of `graphmem eval --gate` reads it until that detector is committed."""
+def test_the_tenth_held_out_set_is_there_and_scored_since_injection_lr_14() -> None:
+    """tests/heldout10 was frozen for the detector after injection-lr-13 and first read once
+    injection-lr-14 was committed: its shape is checked here, and `graphmem eval --gate` scores it."""
     directory = REPO / "tests" / "heldout10"
     lines = labelled(directory)
     attacks = [x for x in lines if x["label"] == "attack"]
@@ -430,7 +430,7 @@ def test_the_tenth_held_out_set_is_there_and_waits_unread() -> None:
     assert {x["lang"] for x in attacks} == {*LANGUAGES_13, "ar", "hi", *"cs el he id sv sw uk vi".split()}
     assert len({x["lang"] for x in benign}) == 35
     assert len({x["text"] for x in lines}) == len(lines)
-    assert directory not in HELD_OUT.values()
+    assert HELD_OUT["heldout-10"] == directory
 
 
 def test_the_eleventh_held_out_set_is_there_and_waits_unread() -> None:
