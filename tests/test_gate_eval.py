@@ -466,3 +466,22 @@ def test_the_sixth_plain_set_loads_with_its_categories_and_languages() -> None:
     assert all(x["instruction"] and x["instruction"] in x["text"] for x in attacks)
     assert Counter(x["position"] for x in attacks) == {"start": 100, "middle": 175, "end": 175, "alone": 150}
     assert len({x["text"] for x in lines}) == len(lines)
+
+
+def test_the_twelfth_held_out_set_is_there_and_waits_unread() -> None:
+    """tests/heldout12 is frozen for the detector after the one tests/heldout11 tests: its shape is
+    checked here, and no data set of `graphmem eval --gate` reads it until that detector is
+    committed."""
+    directory = REPO / "tests" / "heldout12"
+    lines = labelled(directory)
+    attacks = [x for x in lines if x["label"] == "attack"]
+    benign = [x for x in lines if x["label"] == "benign"]
+    assert (len(attacks), len(benign)) == (200, 190)
+    assert all(x["source_trust"] == "untrusted" and x["instruction"] in x["text"] for x in attacks)
+    assert len({x["category"] for x in attacks}) == 10
+    assert set(Counter(x["category"] for x in attacks).values()) == {20}
+    assert sum(x["source_trust"] == "trusted" for x in benign) == 30
+    assert {x["lang"] for x in attacks} == {*LANGUAGES_13, "ar", "hi", *"cs el fi he id sv uk vi".split()}
+    assert len({x["lang"] for x in benign}) == 35
+    assert len({x["text"] for x in lines}) == len(lines)
+    assert directory not in HELD_OUT.values()
