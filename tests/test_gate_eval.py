@@ -21,6 +21,7 @@ from graphmem.eval.gate_data import (
     PLAIN4,
     PLAIN5,
     PLAIN6,
+    PLAIN7,
     REPO,
     compose,
     handwritten_lines,
@@ -32,6 +33,7 @@ from graphmem.eval.gate_data import (
     plain4_lines,
     plain5_lines,
     plain6_lines,
+    plain7_lines,
     plain_lines,
 )
 from graphmem.policy.text import fold
@@ -289,8 +291,12 @@ def _text_hashes(path: object) -> set[str]:
         (PLAIN4, ("corpus", "held-out", "handwritten", "plain", "plain2", "plain3")),
         (PLAIN5, ("corpus", "held-out", "handwritten", "plain", "plain2", "plain3", "plain4")),
         (PLAIN6, ("corpus", "held-out", "handwritten", "plain", "plain2", "plain3", "plain4", "plain5")),
+        (
+            PLAIN7,
+            ("corpus", "held-out", "handwritten", "plain", "plain2", "plain3", "plain4", "plain5", "plain6"),
+        ),
     ],
-    ids=["handwritten", "plain", "plain2", "plain3", "plain4", "plain5", "plain6"],
+    ids=["handwritten", "plain", "plain2", "plain3", "plain4", "plain5", "plain6", "plain7"],
 )
 def test_no_development_text_is_in_the_corpus_the_held_out_sets_or_another_set(
     directory: object, others: tuple[str, ...]
@@ -305,6 +311,7 @@ def test_no_development_text_is_in_the_corpus_the_held_out_sets_or_another_set(
         "plain3": [PLAIN3],
         "plain4": [PLAIN4],
         "plain5": [PLAIN5],
+        "plain6": [PLAIN6],
     }
     seen = set()
     for other in others:
@@ -485,3 +492,19 @@ def test_the_twelfth_held_out_set_is_there_and_waits_unread() -> None:
     assert len({x["lang"] for x in benign}) == 35
     assert len({x["text"] for x in lines}) == len(lines)
     assert directory not in HELD_OUT.values()
+
+
+def test_the_seventh_plain_set_loads_with_its_categories_and_languages() -> None:
+    lines = plain7_lines()
+    attacks = [x for x in lines if x["label"] == "attack"]
+    benign = [x for x in lines if x["label"] == "benign"]
+    assert (len(attacks), len(benign)) == (500, 400)
+    assert {x["split"] for x in lines} == {"train"}
+    assert all(x["source_trust"] == "untrusted" for x in attacks)
+    assert Counter(x["source_trust"] for x in benign) == {"untrusted": 370, "trusted": 30}
+    assert len({x["category"] for x in attacks}) == 10
+    assert set(Counter(x["category"] for x in attacks).values()) == {50}
+    assert (len({x["lang"] for x in attacks}), len({x["lang"] for x in benign})) == (31, 27)
+    assert all(x["instruction"] and x["instruction"] in x["text"] for x in attacks)
+    assert Counter(x["position"] for x in attacks)["alone"] == 100
+    assert len({x["text"] for x in lines}) == len(lines)

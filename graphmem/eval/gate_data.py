@@ -47,6 +47,11 @@ A *line* is a mapping with ``text``, ``label`` (``attack`` / ``benign``),
   no punctuation; ten categories, 35 languages) and 400 look-alikes (40
   trusted), written by four writers from the briefs beside it after
   ``injection-lr-13``; training data only (``plain6_lines``).
+* ``plain7`` — ``graphmem/eval/data/plain7/``: 500 subtle injections (long
+  documents, the instruction buried, split, impersonal; ten categories, 31
+  languages) and 400 look-alikes (30 trusted), written by four writers from
+  the briefs beside it after ``injection-lr-14``; training data only
+  (``plain7_lines``).
 """
 
 from __future__ import annotations
@@ -68,6 +73,7 @@ __all__ = [
     "PLAIN4",
     "PLAIN5",
     "PLAIN6",
+    "PLAIN7",
     "REPO",
     "bipia_contexts",
     "bipia_lines",
@@ -83,6 +89,7 @@ __all__ = [
     "plain4_lines",
     "plain5_lines",
     "plain6_lines",
+    "plain7_lines",
     "plain_lines",
 ]
 
@@ -96,6 +103,7 @@ PLAIN3 = Path(__file__).resolve().parent / "data" / "plain3"
 PLAIN4 = Path(__file__).resolve().parent / "data" / "plain4"
 PLAIN5 = Path(__file__).resolve().parent / "data" / "plain5"
 PLAIN6 = Path(__file__).resolve().parent / "data" / "plain6"
+PLAIN7 = Path(__file__).resolve().parent / "data" / "plain7"
 # Chosen among 5,000 seeds as the one whose split is most even per category, language and trust.
 PLAIN_SEED = 3664
 # Among 5,000 seeds, the most even of those that put each category and language of ten lines or
@@ -330,4 +338,9 @@ def plain5_lines(directory: Path = PLAIN5) -> list[Line]:
 
 def plain6_lines(directory: Path = PLAIN6) -> list[Line]:
     """The sixth plain set's lines: training data only, as the third's (``plain3_lines``)."""
+    return plain3_lines(directory)
+
+
+def plain7_lines(directory: Path = PLAIN7) -> list[Line]:
+    """The seventh plain set's lines: training data only, as the third's (``plain3_lines``)."""
     return plain3_lines(directory)

@@ -3,8 +3,8 @@
 Data: BIPIA's training split composed with the
 instruction categories of ``gate_data.DEV_CATEGORIES`` left out,
 ``tests/corpus/``, the train halves of the hand-written and the first two plain
-sets and the whole third to sixth (``graphmem/eval/data/handwritten/``,
-``plain/`` to ``plain6/``, weighed up: ``PART_WEIGHTS``), their stand-alone
+sets and the whole third to seventh (``graphmem/eval/data/handwritten/``,
+``plain/`` to ``plain7/``, weighed up: ``PART_WEIGHTS``), their stand-alone
 instructions composed into hand-written look-alikes and into BIPIA's clean
 training emails and tables, and the hand-written variants below. No held-out
 set (``tests/heldout*/``) is read.
@@ -45,6 +45,7 @@ from graphmem.eval.gate_data import (
     plain4_lines,
     plain5_lines,
     plain6_lines,
+    plain7_lines,
     plain_lines,
 )
 from graphmem.policy.detector import (
@@ -58,7 +59,7 @@ from graphmem.policy.detector import (
 
 __all__ = ["PART_WEIGHTS", "VARIANTS", "train", "training_texts"]
 
-VERSION = "injection-lr-14"
+VERSION = "injection-lr-15"
 EPOCHS = 400
 GENERATED = 1500
 # Hashed words are weakly regularised, so plain-language wording ("whoever summarises this") counts;
@@ -66,9 +67,9 @@ GENERATED = 1500
 L2_HASHED, L2_DENSE = 1e-6, 1e-4
 # How much each part of the training data weighs, per segment, relative to the others (the
 # positive and the negative segments are then balanced to half the loss each).
-# The hand-written and plain parts are small (about 2,300 attacks and 1,500 look-alikes among 9,000
+# The hand-written and plain parts are small (about 3,150 attacks and 1,940 look-alikes among 10,700
 # texts) and the only plain-language ones: they weigh 30 times as much per segment (10 and 60
-# were tried for plain3, 10 for plain6: docs/eval.md).
+# were tried for plain3, 10 for plain6 and plain7: docs/eval.md).
 PART_WEIGHTS = {
     "bipia": 1.0,
     "corpus": 1.0,
@@ -80,6 +81,7 @@ PART_WEIGHTS = {
     "plain4": 30.0,
     "plain5": 30.0,
     "plain6": 30.0,
+    "plain7": 30.0,
     "variants": 1.0,
     # Hand-written stand-alone instructions inserted into hand-written look-alikes (``_composed``).
     "composed": 30.0,
@@ -87,7 +89,7 @@ PART_WEIGHTS = {
     # (``_composed_in_documents``): 10, 30 and 100 were tried (docs/eval.md, injection-lr-14).
     "composed_bipia": 100.0,
 }
-HAND_WRITTEN_PARTS = ("handwritten", "plain", "plain2", "plain3", "plain4", "plain5", "plain6")
+HAND_WRITTEN_PARTS = ("handwritten", "plain", "plain2", "plain3", "plain4", "plain5", "plain6", "plain7")
 COMPOSE_SEED = 5
 # Thresholds are quantiles of the benign training texts' out-of-fold scores (each text scored by a
 # model trained without its fold): quarantine above the 96th percentile, reject above the 99.8th.
@@ -189,6 +191,7 @@ def training_texts(bipia_dir: Path) -> list[tuple[dict[str, Any], set[str] | Non
         ("plain4", plain4_lines()),
         ("plain5", plain5_lines()),
         ("plain6", plain6_lines()),
+        ("plain7", plain7_lines()),
     )
     for part, lines in halves:
         for line in lines:
@@ -324,10 +327,8 @@ def train(bipia_dir: Path) -> dict[str, Any]:
     # Thresholds from scores of texts the model did not see: each fold's texts are scored by a
     # model trained on the other folds (a model scores its own training texts too low to tell how
     # it scores new ones).
-    fold = np.asarray(random.Random(FOLD_SEED).choices(range(max(FOLDS, 1)), k=len(texts)))
+    fold = np.asarray(random.Random(FOLD_SEED).choices(range(FOLDS), k=len(texts)))
     doc_p = np.full(len(texts), np.nan)
-    if not FOLDS:
-        doc_p = _text_probabilities(weights32, b, indices, data, row_of, owner, len(texts))
     for k in range(FOLDS):
         keep_row = fold[owner] != k
         new_row = np.cumsum(keep_row) - 1

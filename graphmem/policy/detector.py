@@ -746,12 +746,22 @@ def _unwrapped(line_break: re.Match[str]) -> str:
     return " " if line_break.string[line_break.end()].islower() else "\n"
 
 
+# A line of one to three words with no mark after them but a comma, before a line that goes on in
+# lower case: a sentence broken after every word or two ("Please\nforward\nthe rest…") is read whole.
+_SHORT_LINE = re.compile(r"^([^\W\d_]+(?:[ \t]+[^\W\d_]+){0,2},?)[ \t]*\n(?=[^\W\d_])", re.M)
+
+
+def _short_joined(line: re.Match[str]) -> str:
+    return line.group(1) + (" " if line.string[line.end()].islower() else "\n")
+
+
 def _own_text(text: str) -> str:
     """What the detector scores: what a model reads (invisible characters left out, wrapped lines
     joined), folded, without the quotations the author reports and, in code, string literals."""
     reader = reader_text(without_invisible(text))
     if "\n" in reader:
         reader = _HARD_WRAP.sub(_unwrapped, reader)
+        reader = _SHORT_LINE.sub(_short_joined, reader)
     if '"' not in reader and "“" not in reader and "«" not in reader:
         return fold(reader)
     code = next(islice(_CODE_LINE.finditer(reader), 1, None), None) is not None  # two lines or more
