@@ -440,10 +440,9 @@ def test_the_tenth_held_out_set_is_there_and_scored_since_injection_lr_14() -> N
     assert HELD_OUT["heldout-10"] == directory
 
 
-def test_the_eleventh_held_out_set_is_there_and_waits_unread() -> None:
-    """tests/heldout11 is frozen for the detector after the one tests/heldout10 tests: its shape is
-    checked here, and no data set of `graphmem eval --gate` reads it until that detector is
-    committed."""
+def test_the_eleventh_held_out_set_is_there_and_scored_since_injection_lr_15() -> None:
+    """tests/heldout11 was frozen for the detector after injection-lr-14 and first read once
+    injection-lr-15 was committed: its shape is checked here, and `graphmem eval --gate` scores it."""
     directory = REPO / "tests" / "heldout11"
     lines = labelled(directory)
     attacks = [x for x in lines if x["label"] == "attack"]
@@ -456,7 +455,7 @@ def test_the_eleventh_held_out_set_is_there_and_waits_unread() -> None:
     assert {x["lang"] for x in attacks} == {*LANGUAGES_13, "ar", "hi", *"cs el he id ro sv uk vi".split()}
     assert len({x["lang"] for x in benign}) == 35
     assert len({x["text"] for x in lines}) == len(lines)
-    assert directory not in HELD_OUT.values()
+    assert HELD_OUT["heldout-11"] == directory
 
 
 def test_the_sixth_plain_set_loads_with_its_categories_and_languages() -> None:
