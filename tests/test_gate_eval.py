@@ -368,18 +368,20 @@ def test_the_second_plain_set_loads_with_its_categories_languages_carriers_and_p
 @pytest.mark.parametrize(
     ("lines_of", "sizes", "trusted", "categories", "languages"),
     [
-        (plain3_lines, (560, 300), 40, (14, 40), 28),
-        (plain4_lines, (400, 300), 36, (10, 40), 39),
-        (plain5_lines, (600, 360), 40, (10, 60), 38),
+        (plain3_lines, (560, 300), 40, (14, 40), (28, 28)),
+        (plain4_lines, (400, 300), 36, (10, 40), (39, 39)),
+        (plain5_lines, (600, 360), 40, (10, 60), (38, 38)),
+        (plain6_lines, (600, 400), 40, (10, 60), (35, 27)),
+        (plain7_lines, (500, 400), 30, (10, 50), (31, 27)),
     ],
-    ids=["plain3", "plain4", "plain5"],
+    ids=["plain3", "plain4", "plain5", "plain6", "plain7"],
 )
 def test_the_training_only_plain_sets_load_with_their_categories_and_languages(
     lines_of: Callable[[], list[dict[str, Any]]],
     sizes: tuple[int, int],
     trusted: int,
     categories: tuple[int, int],
-    languages: int,
+    languages: tuple[int, int],
 ) -> None:
     lines = lines_of()
     attacks = [x for x in lines if x["label"] == "attack"]
@@ -391,9 +393,16 @@ def test_the_training_only_plain_sets_load_with_their_categories_and_languages(
     # (how many categories, how many attacks each)
     assert len(Counter(x["category"] for x in attacks)) == categories[0]
     assert set(Counter(x["category"] for x in attacks).values()) == {categories[1]}
-    assert len({x["lang"] for x in attacks}) == len({x["lang"] for x in benign}) == languages
+    assert (len({x["lang"] for x in attacks}), len({x["lang"] for x in benign})) == languages
     assert all(x["instruction"] and x["instruction"] in x["text"] for x in attacks)
-    assert all((x["text"] == x["instruction"]) == (x["position"] == "whole") for x in attacks)
+    # Alone: "whole" where the text is the instruction (plain3 to plain5); "alone" in plain6 and
+    # plain7, whose writers allowed a line of framing around it.
+    positions = Counter(x["position"] for x in attacks)
+    if "alone" in positions:
+        assert positions["alone"] >= sizes[0] // 5
+        assert sum(x["text"] == x["instruction"] for x in attacks) <= positions["alone"]
+    else:
+        assert all((x["text"] == x["instruction"]) == (x["position"] == "whole") for x in attacks)
     assert len({x["text"] for x in lines}) == len(lines)
 
 
@@ -424,61 +433,21 @@ def test_the_plain_split_is_a_stable_hash_disjoint_and_balanced(
     assert gate_datasets(names=[dataset]) == {dataset: dev}
 
 
-def test_the_tenth_held_out_set_is_there_and_scored_since_injection_lr_14() -> None:
-    """tests/heldout10 was frozen for the detector after injection-lr-13 and first read once
-    injection-lr-14 was committed: its shape is checked here, and `graphmem eval --gate` scores it."""
-    directory = REPO / "tests" / "heldout10"
-    lines = labelled(directory)
-    attacks = [x for x in lines if x["label"] == "attack"]
-    benign = [x for x in lines if x["label"] == "benign"]
-    assert (len(attacks), len(benign)) == (200, 190)
-    assert all(x["source_trust"] == "untrusted" and x["instruction"] in x["text"] for x in attacks)
-    assert sum(x["source_trust"] == "trusted" for x in benign) == 30
-    assert {x["lang"] for x in attacks} == {*LANGUAGES_13, "ar", "hi", *"cs el he id sv sw uk vi".split()}
-    assert len({x["lang"] for x in benign}) == 35
-    assert len({x["text"] for x in lines}) == len(lines)
-    assert HELD_OUT["heldout-10"] == directory
-
-
-def test_the_eleventh_held_out_set_is_there_and_scored_since_injection_lr_15() -> None:
-    """tests/heldout11 was frozen for the detector after injection-lr-14 and first read once
-    injection-lr-15 was committed: its shape is checked here, and `graphmem eval --gate` scores it."""
-    directory = REPO / "tests" / "heldout11"
-    lines = labelled(directory)
-    attacks = [x for x in lines if x["label"] == "attack"]
-    benign = [x for x in lines if x["label"] == "benign"]
-    assert (len(attacks), len(benign)) == (200, 190)
-    assert all(x["source_trust"] == "untrusted" and x["instruction"] in x["text"] for x in attacks)
-    assert len({x["category"] for x in attacks}) == 10
-    assert set(Counter(x["category"] for x in attacks).values()) == {20}
-    assert sum(x["source_trust"] == "trusted" for x in benign) == 30
-    assert {x["lang"] for x in attacks} == {*LANGUAGES_13, "ar", "hi", *"cs el he id ro sv uk vi".split()}
-    assert len({x["lang"] for x in benign}) == 35
-    assert len({x["text"] for x in lines}) == len(lines)
-    assert HELD_OUT["heldout-11"] == directory
-
-
-def test_the_sixth_plain_set_loads_with_its_categories_and_languages() -> None:
-    lines = plain6_lines()
-    attacks = [x for x in lines if x["label"] == "attack"]
-    benign = [x for x in lines if x["label"] == "benign"]
-    assert (len(attacks), len(benign)) == (600, 400)
-    assert {x["split"] for x in lines} == {"train"}
-    assert all(x["source_trust"] == "untrusted" for x in attacks)
-    assert Counter(x["source_trust"] for x in benign) == {"untrusted": 360, "trusted": 40}
-    assert len({x["category"] for x in attacks}) == 10
-    assert set(Counter(x["category"] for x in attacks).values()) == {60}
-    assert (len({x["lang"] for x in attacks}), len({x["lang"] for x in benign})) == (35, 27)
-    assert all(x["instruction"] and x["instruction"] in x["text"] for x in attacks)
-    assert Counter(x["position"] for x in attacks) == {"start": 100, "middle": 175, "end": 175, "alone": 150}
-    assert len({x["text"] for x in lines}) == len(lines)
-
-
-def test_the_twelfth_held_out_set_is_there_and_waits_unread() -> None:
-    """tests/heldout12 is frozen for the detector after the one tests/heldout11 tests: its shape is
-    checked here, and no data set of `graphmem eval --gate` reads it until that detector is
-    committed."""
-    directory = REPO / "tests" / "heldout12"
+@pytest.mark.parametrize(
+    ("name", "other_languages", "scored_as"),
+    [
+        ("heldout10", "cs el he id sv sw uk vi", "heldout-10"),
+        ("heldout11", "cs el he id ro sv uk vi", "heldout-11"),
+        ("heldout12", "cs el fi he id sv uk vi", None),
+    ],
+)
+def test_the_latest_held_out_sets_are_there_and_scored_once_their_detector_is_committed(
+    name: str, other_languages: str, scored_as: str | None
+) -> None:
+    """Each was frozen for the detector after the one before it tested and is scored by `graphmem
+    eval --gate` from the first reading on (heldout10 since injection-lr-14, heldout11 since
+    injection-lr-15); until then no data set reads it. Shapes only: no text is shown."""
+    directory = REPO / "tests" / name
     lines = labelled(directory)
     attacks = [x for x in lines if x["label"] == "attack"]
     benign = [x for x in lines if x["label"] == "benign"]
@@ -487,23 +456,10 @@ def test_the_twelfth_held_out_set_is_there_and_waits_unread() -> None:
     assert len({x["category"] for x in attacks}) == 10
     assert set(Counter(x["category"] for x in attacks).values()) == {20}
     assert sum(x["source_trust"] == "trusted" for x in benign) == 30
-    assert {x["lang"] for x in attacks} == {*LANGUAGES_13, "ar", "hi", *"cs el fi he id sv uk vi".split()}
+    assert {x["lang"] for x in attacks} == {*LANGUAGES_13, "ar", "hi", *other_languages.split()}
     assert len({x["lang"] for x in benign}) == 35
     assert len({x["text"] for x in lines}) == len(lines)
-    assert directory not in HELD_OUT.values()
-
-
-def test_the_seventh_plain_set_loads_with_its_categories_and_languages() -> None:
-    lines = plain7_lines()
-    attacks = [x for x in lines if x["label"] == "attack"]
-    benign = [x for x in lines if x["label"] == "benign"]
-    assert (len(attacks), len(benign)) == (500, 400)
-    assert {x["split"] for x in lines} == {"train"}
-    assert all(x["source_trust"] == "untrusted" for x in attacks)
-    assert Counter(x["source_trust"] for x in benign) == {"untrusted": 370, "trusted": 30}
-    assert len({x["category"] for x in attacks}) == 10
-    assert set(Counter(x["category"] for x in attacks).values()) == {50}
-    assert (len({x["lang"] for x in attacks}), len({x["lang"] for x in benign})) == (31, 27)
-    assert all(x["instruction"] and x["instruction"] in x["text"] for x in attacks)
-    assert Counter(x["position"] for x in attacks)["alone"] == 100
-    assert len({x["text"] for x in lines}) == len(lines)
+    if scored_as is None:
+        assert directory not in HELD_OUT.values()
+    else:
+        assert HELD_OUT[scored_as] == directory

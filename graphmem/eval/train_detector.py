@@ -211,6 +211,16 @@ def training_texts(bipia_dir: Path) -> list[tuple[dict[str, Any], set[str] | Non
     return out
 
 
+def _alone(lines: list[dict[str, Any]]) -> list[str]:
+    """The instructions of the attacks written alone (the text is the instruction), in order."""
+    out = []
+    for line in lines:
+        instruction = str(line.get("instruction") or "")
+        if line["label"] == "attack" and instruction and instruction.strip() == str(line["text"]).strip():
+            out.append(instruction)
+    return out
+
+
 def _composed(lines: list[dict[str, Any]]) -> list[tuple[dict[str, Any], set[str] | None]]:
     """Each hand-written instruction written alone, inserted into a hand-written look-alike at its
     start, middle or end (seeded): stand-alone instructions are otherwise only ever seen alone, and
@@ -218,14 +228,10 @@ def _composed(lines: list[dict[str, Any]]) -> list[tuple[dict[str, Any], set[str
     rng = random.Random(COMPOSE_SEED)
     contexts = [str(x["text"]) for x in lines if x["label"] == "benign"]
     out: list[tuple[dict[str, Any], set[str] | None]] = []
-    for line in lines:
-        instruction = line.get("instruction")
-        alone = instruction and str(instruction).strip() == str(line["text"]).strip()
-        if line["label"] != "attack" or not alone:
-            continue
-        text = compose(rng.choice(contexts), str(instruction), rng.choice(("start", "middle", "end")))
+    for instruction in _alone(lines):
+        text = compose(rng.choice(contexts), instruction, rng.choice(("start", "middle", "end")))
         composed = {"text": text, "label": "attack", "source_trust": "untrusted", "part": "composed"}
-        out.append((composed, set(segments(str(instruction)))))
+        out.append((composed, set(segments(instruction))))
     return out
 
 
@@ -236,16 +242,12 @@ def _composed_in_documents(
     emails or tables (seeded, as a row of its own in a table)."""
     rng = random.Random(COMPOSE_SEED + 1)
     out: list[tuple[dict[str, Any], set[str] | None]] = []
-    for line in lines:
-        instruction = line.get("instruction")
-        alone = instruction and str(instruction).strip() == str(line["text"]).strip()
-        if line["label"] != "attack" or not alone:
-            continue
+    for instruction in _alone(lines):
         kind, context = rng.choice(contexts)
         position = rng.choice(("start", "middle", "end"))
-        text = compose(context, str(instruction), position, table=kind == "table")
+        text = compose(context, instruction, position, table=kind == "table")
         composed = {"text": text, "label": "attack", "source_trust": "untrusted", "part": "composed_bipia"}
-        out.append((composed, set(segments(str(instruction)))))
+        out.append((composed, set(segments(instruction))))
     return out
 
 
