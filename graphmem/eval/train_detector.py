@@ -345,7 +345,7 @@ def train(bipia_dir: Path) -> dict[str, Any]:
         )
         p_all = _text_probabilities(wk, bk, indices, data, row_of, owner, len(texts))
         doc_p[fold == k] = p_all[fold == k]
-    scored = np.isfinite(doc_p) & (doc_p > 0)
+    scored = np.bincount(owner, minlength=len(texts)) > 0  # a text without a segment has no score
     benign_p = np.sort(doc_p[benign & scored])
     quarantine_at = float(max(0.5, benign_p[int(QUARANTINE_QUANTILE * (len(benign_p) - 1))]))
     reject_at = float(max(0.9, benign_p[int(REJECT_QUANTILE * (len(benign_p) - 1))] + 1e-6))
