@@ -434,15 +434,16 @@ def test_the_plain_split_is_a_stable_hash_disjoint_and_balanced(
 
 
 @pytest.mark.parametrize(
-    ("name", "other_languages", "scored_as"),
+    ("name", "other_languages", "benign_languages", "scored_as"),
     [
-        ("heldout10", "cs el he id sv sw uk vi", "heldout-10"),
-        ("heldout11", "cs el he id ro sv uk vi", "heldout-11"),
-        ("heldout12", "cs el fi he id sv uk vi", None),
+        ("heldout10", "cs el he id sv sw uk vi", 35, "heldout-10"),
+        ("heldout11", "cs el he id ro sv uk vi", 35, "heldout-11"),
+        ("heldout12", "cs el fi he id sv uk vi", 35, None),
+        ("heldout13", "cs el fi he hu id ro sv uk vi", 31, None),
     ],
 )
 def test_the_latest_held_out_sets_are_there_and_scored_once_their_detector_is_committed(
-    name: str, other_languages: str, scored_as: str | None
+    name: str, other_languages: str, benign_languages: int, scored_as: str | None
 ) -> None:
     """Each was frozen for the detector after the one before it tested and is scored by `graphmem
     eval --gate` from the first reading on (heldout10 since injection-lr-14, heldout11 since
@@ -457,7 +458,7 @@ def test_the_latest_held_out_sets_are_there_and_scored_once_their_detector_is_co
     assert set(Counter(x["category"] for x in attacks).values()) == {20}
     assert sum(x["source_trust"] == "trusted" for x in benign) == 30
     assert {x["lang"] for x in attacks} == {*LANGUAGES_13, "ar", "hi", *other_languages.split()}
-    assert len({x["lang"] for x in benign}) == 35
+    assert len({x["lang"] for x in benign}) == benign_languages
     assert len({x["text"] for x in lines}) == len(lines)
     if scored_as is None:
         assert directory not in HELD_OUT.values()
