@@ -22,6 +22,9 @@ from graphmem.eval.gate_data import (
     PLAIN5,
     PLAIN6,
     PLAIN7,
+    PLAIN8,
+    PLAIN9,
+    PLAIN10,
     REPO,
     compose,
     handwritten_lines,
@@ -34,6 +37,9 @@ from graphmem.eval.gate_data import (
     plain5_lines,
     plain6_lines,
     plain7_lines,
+    plain8_lines,
+    plain9_lines,
+    plain10_lines,
     plain_lines,
 )
 from graphmem.policy.text import fold
@@ -281,22 +287,27 @@ def _text_hashes(path: object) -> set[str]:
     return out
 
 
+# The hand-written training and development sets in the order they were written: each is checked
+# against the corpus, every held-out set (read or not) and every set before it.
+_WRITTEN_SETS = {
+    "handwritten": HANDWRITTEN,
+    "plain": PLAIN,
+    **{
+        f"plain{n}": directory
+        for n, directory in enumerate(
+            (PLAIN2, PLAIN3, PLAIN4, PLAIN5, PLAIN6, PLAIN7, PLAIN8, PLAIN9, PLAIN10), 2
+        )
+    },
+}
+
+
 @pytest.mark.parametrize(
     ("directory", "others"),
     [
-        (HANDWRITTEN, ("corpus", "held-out")),
-        (PLAIN, ("corpus", "held-out", "handwritten")),
-        (PLAIN2, ("corpus", "held-out", "handwritten", "plain")),
-        (PLAIN3, ("corpus", "held-out", "handwritten", "plain", "plain2")),
-        (PLAIN4, ("corpus", "held-out", "handwritten", "plain", "plain2", "plain3")),
-        (PLAIN5, ("corpus", "held-out", "handwritten", "plain", "plain2", "plain3", "plain4")),
-        (PLAIN6, ("corpus", "held-out", "handwritten", "plain", "plain2", "plain3", "plain4", "plain5")),
-        (
-            PLAIN7,
-            ("corpus", "held-out", "handwritten", "plain", "plain2", "plain3", "plain4", "plain5", "plain6"),
-        ),
+        (directory, ("corpus", "held-out", *list(_WRITTEN_SETS)[:k]))
+        for k, directory in enumerate(_WRITTEN_SETS.values())
     ],
-    ids=["handwritten", "plain", "plain2", "plain3", "plain4", "plain5", "plain6", "plain7"],
+    ids=list(_WRITTEN_SETS),
 )
 def test_no_development_text_is_in_the_corpus_the_held_out_sets_or_another_set(
     directory: object, others: tuple[str, ...]
@@ -304,14 +315,8 @@ def test_no_development_text_is_in_the_corpus_the_held_out_sets_or_another_set(
     # Compared by hash, so no held-out text is ever shown.
     places = {
         "corpus": [REPO / "tests" / "corpus"],
-        "held-out": list(HELD_OUT.values()),
-        "handwritten": [HANDWRITTEN],
-        "plain": [PLAIN],
-        "plain2": [PLAIN2],
-        "plain3": [PLAIN3],
-        "plain4": [PLAIN4],
-        "plain5": [PLAIN5],
-        "plain6": [PLAIN6],
+        "held-out": sorted((REPO / "tests").glob("heldout*")),
+        **{name: [directory] for name, directory in _WRITTEN_SETS.items()},
     }
     seen = set()
     for other in others:
@@ -373,8 +378,11 @@ def test_the_second_plain_set_loads_with_its_categories_languages_carriers_and_p
         (plain5_lines, (600, 360), 40, (10, 60), (38, 38)),
         (plain6_lines, (600, 400), 40, (10, 60), (35, 27)),
         (plain7_lines, (500, 400), 30, (10, 50), (31, 27)),
+        (plain8_lines, (500, 500), 20, (10, 50), (37, 28)),
+        (plain9_lines, (750, 600), 0, (10, 75), (35, 31)),
+        (plain10_lines, (750, 600), 0, (10, 75), (33, 32)),
     ],
-    ids=["plain3", "plain4", "plain5", "plain6", "plain7"],
+    ids=["plain3", "plain4", "plain5", "plain6", "plain7", "plain8", "plain9", "plain10"],
 )
 def test_the_training_only_plain_sets_load_with_their_categories_and_languages(
     lines_of: Callable[[], list[dict[str, Any]]],
@@ -389,14 +397,16 @@ def test_the_training_only_plain_sets_load_with_their_categories_and_languages(
     assert (len(attacks), len(benign)) == sizes
     assert {x["split"] for x in lines} == {"train"}
     assert all(x["source_trust"] == "untrusted" for x in attacks)
-    assert Counter(x["source_trust"] for x in benign) == {"untrusted": sizes[1] - trusted, "trusted": trusted}
+    assert Counter(x["source_trust"] for x in benign) == Counter(
+        untrusted=sizes[1] - trusted, trusted=trusted
+    )
     # (how many categories, how many attacks each)
     assert len(Counter(x["category"] for x in attacks)) == categories[0]
     assert set(Counter(x["category"] for x in attacks).values()) == {categories[1]}
     assert (len({x["lang"] for x in attacks}), len({x["lang"] for x in benign})) == languages
     assert all(x["instruction"] and x["instruction"] in x["text"] for x in attacks)
-    # Alone: "whole" where the text is the instruction (plain3 to plain5); "alone" in plain6 and
-    # plain7, whose writers allowed a line of framing around it.
+    # Alone: "whole" where the text is the instruction (plain3 to plain5); "alone" from plain6 on,
+    # whose writers allowed a line of framing around it.
     positions = Counter(x["position"] for x in attacks)
     if "alone" in positions:
         assert positions["alone"] >= sizes[0] // 5

@@ -52,6 +52,23 @@ A *line* is a mapping with ``text``, ``label`` (``attack`` / ``benign``),
   languages) and 400 look-alikes (30 trusted), written by four writers from
   the briefs beside it after ``injection-lr-14``; training data only
   (``plain7_lines``).
+* ``plain8`` — ``graphmem/eval/data/plain8/``: 500 injections planted in what
+  an agent's tools bring back (JSON, CSV, HTML, logs, transcripts, reviews,
+  search results; ten categories) and 500 look-alikes of the same kinds (20
+  trusted), written by four writers from the briefs beside it after
+  ``injection-lr-15``; training data only (``plain8_lines``).
+* ``plain9`` — ``graphmem/eval/data/plain9/``: 750 injections from three
+  domains of an agent's work (a household's mail and chats, a coding
+  assistant's repository, an institution's forms and files; ten categories,
+  35 languages) and 600 untrusted look-alikes of the same domains, written
+  by six writers from the briefs beside it after ``injection-lr-15``;
+  training data only (``plain9_lines``).
+* ``plain10`` — ``graphmem/eval/data/plain10/``: 750 injections from three
+  more domains (a school's essays and forums, a newsroom's and a lab's
+  papers, reviews and transcripts, an agent's tool manifests, other agents'
+  messages and the web pages it browses; ten categories, 33 languages) and
+  600 untrusted look-alikes of the same domains, six writers, the briefs of
+  ``plain9``; training data only (``plain10_lines``).
 """
 
 from __future__ import annotations
@@ -74,6 +91,9 @@ __all__ = [
     "PLAIN5",
     "PLAIN6",
     "PLAIN7",
+    "PLAIN8",
+    "PLAIN9",
+    "PLAIN10",
     "REPO",
     "bipia_contexts",
     "bipia_lines",
@@ -90,6 +110,9 @@ __all__ = [
     "plain5_lines",
     "plain6_lines",
     "plain7_lines",
+    "plain8_lines",
+    "plain9_lines",
+    "plain10_lines",
     "plain_lines",
 ]
 
@@ -104,6 +127,9 @@ PLAIN4 = Path(__file__).resolve().parent / "data" / "plain4"
 PLAIN5 = Path(__file__).resolve().parent / "data" / "plain5"
 PLAIN6 = Path(__file__).resolve().parent / "data" / "plain6"
 PLAIN7 = Path(__file__).resolve().parent / "data" / "plain7"
+PLAIN8 = Path(__file__).resolve().parent / "data" / "plain8"
+PLAIN9 = Path(__file__).resolve().parent / "data" / "plain9"
+PLAIN10 = Path(__file__).resolve().parent / "data" / "plain10"
 # Chosen among 5,000 seeds as the one whose split is most even per category, language and trust.
 PLAIN_SEED = 3664
 # Among 5,000 seeds, the most even of those that put each category and language of ten lines or
@@ -343,4 +369,19 @@ def plain6_lines(directory: Path = PLAIN6) -> list[Line]:
 
 def plain7_lines(directory: Path = PLAIN7) -> list[Line]:
     """The seventh plain set's lines: training data only, as the third's (``plain3_lines``)."""
+    return plain3_lines(directory)
+
+
+def plain8_lines(directory: Path = PLAIN8) -> list[Line]:
+    """The eighth plain set's lines: training data only, as the third's (``plain3_lines``)."""
+    return plain3_lines(directory)
+
+
+def plain9_lines(directory: Path = PLAIN9) -> list[Line]:
+    """The ninth plain set's lines: training data only, as the third's (``plain3_lines``)."""
+    return plain3_lines(directory)
+
+
+def plain10_lines(directory: Path = PLAIN10) -> list[Line]:
+    """The tenth plain set's lines: training data only, as the third's (``plain3_lines``)."""
     return plain3_lines(directory)

@@ -3,8 +3,8 @@
 Data: BIPIA's training split composed with the
 instruction categories of ``gate_data.DEV_CATEGORIES`` left out,
 ``tests/corpus/``, the train halves of the hand-written and the first two plain
-sets and the whole third to seventh (``graphmem/eval/data/handwritten/``,
-``plain/`` to ``plain7/``, weighed up: ``PART_WEIGHTS``), their stand-alone
+sets and the whole third to tenth (``graphmem/eval/data/handwritten/``,
+``plain/`` to ``plain10/``, weighed up: ``PART_WEIGHTS``), their stand-alone
 instructions composed into hand-written look-alikes and into BIPIA's clean
 training emails and tables, and the hand-written variants below. No held-out
 set (``tests/heldout*/``) is read.
@@ -46,6 +46,9 @@ from graphmem.eval.gate_data import (
     plain5_lines,
     plain6_lines,
     plain7_lines,
+    plain8_lines,
+    plain9_lines,
+    plain10_lines,
     plain_lines,
 )
 from graphmem.policy.detector import (
@@ -59,7 +62,7 @@ from graphmem.policy.detector import (
 
 __all__ = ["PART_WEIGHTS", "VARIANTS", "train", "training_texts"]
 
-VERSION = "injection-lr-15"
+VERSION = "injection-lr-16"
 EPOCHS = 400
 GENERATED = 1500
 # Hashed words are weakly regularised, so plain-language wording ("whoever summarises this") counts;
@@ -82,6 +85,9 @@ PART_WEIGHTS = {
     "plain5": 30.0,
     "plain6": 30.0,
     "plain7": 30.0,
+    "plain8": 30.0,
+    "plain9": 30.0,
+    "plain10": 30.0,
     "variants": 1.0,
     # Hand-written stand-alone instructions inserted into hand-written look-alikes (``_composed``).
     "composed": 30.0,
@@ -89,7 +95,7 @@ PART_WEIGHTS = {
     # (``_composed_in_documents``): 10, 30 and 100 were tried (docs/eval.md, injection-lr-14).
     "composed_bipia": 100.0,
 }
-HAND_WRITTEN_PARTS = ("handwritten", "plain", "plain2", "plain3", "plain4", "plain5", "plain6", "plain7")
+HAND_WRITTEN_PARTS = ("handwritten", "plain", *(f"plain{n}" for n in range(2, 11)))
 COMPOSE_SEED = 5
 # Thresholds are quantiles of the benign training texts' out-of-fold scores (each text scored by a
 # model trained without its fold): quarantine above the 96th percentile, reject above the 99.8th.
@@ -192,6 +198,9 @@ def training_texts(bipia_dir: Path) -> list[tuple[dict[str, Any], set[str] | Non
         ("plain5", plain5_lines()),
         ("plain6", plain6_lines()),
         ("plain7", plain7_lines()),
+        ("plain8", plain8_lines()),
+        ("plain9", plain9_lines()),
+        ("plain10", plain10_lines()),
     )
     for part, lines in halves:
         for line in lines:

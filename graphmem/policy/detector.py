@@ -58,7 +58,7 @@ from graphmem.policy.prefilter import (
     literal_first,
     top_level,
 )
-from graphmem.policy.text import code_fences, fold, reader_text, reported, without_invisible
+from graphmem.policy.text import code_fences, fold, quotations, reader_text, reported, without_invisible
 
 __all__ = [
     "CUES",
@@ -94,12 +94,13 @@ _WORD = re.compile(r"[^\W\d_]+(?:'[a-z]+)?", re.U)
 _WORD_ASCII = re.compile(r"[A-Za-z]+(?:'[a-z]+)?")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]+")
 _CONTENT_MIN = 4
-# Quotations of 12 characters or more. Left out where the author reports what someone said (an
-# incident report, an article about attacks) and in code (string literals); kept where they are data
-# (a JSON value, a CSV cell, a settings value, a stand-alone quoted line), where an instruction can
-# sit. Code itself is kept, and so are blockquotes (the earlier mail of a thread is as untrusted as
-# the rest): an instruction can sit in either.
-_QUOTATION = re.compile(r'"[^"\n]{12,400}"|“[^”]{12,400}”|«[^»]{12,400}»')
+# Quotations (``text.quotations``) of 12 to 400 characters between their marks. Left out where the
+# author reports what someone said (an incident report, an article about attacks), in code (string
+# literals) and in fenced code; kept where they are data (a JSON value, a CSV cell, a settings
+# value, a stand-alone quoted line), where an instruction can sit, and when longer (a document
+# quoted whole is read). Code itself is kept, and so are blockquotes (the earlier mail of a thread
+# is as untrusted as the rest): an instruction can sit in either.
+_QUOTED_MIN, _QUOTED_MAX = 12 + 2, 400 + 2
 # A line of code: a keyword that opens one, a shebang, a decorator, an assignment, a closing ";".
 _CODE_LINE = re.compile(
     r"^[^\S\n]*(?:import \w|from [\w.]+ import|def \w|class \w|return\b|#!|const |let |var |function\b"
@@ -762,17 +763,20 @@ def _own_text(text: str) -> str:
     if "\n" in reader:
         reader = _HARD_WRAP.sub(_unwrapped, reader)
         reader = _SHORT_LINE.sub(_short_joined, reader)
-    if '"' not in reader and "“" not in reader and "«" not in reader:
-        return fold(reader)
-    code = next(islice(_CODE_LINE.finditer(reader), 1, None), None) is not None  # two lines or more
-    fences = [] if code else code_fences(reader)
-
-    def left_out(quote: re.Match[str]) -> str:
-        if code or reported(reader, quote) or any(a <= quote.start() < b for a, b in fences):
-            return " "
-        return quote.group()
-
-    return fold(_QUOTATION.sub(left_out, reader))
+    code: bool | None = None
+    fences: list[tuple[int, int]] = []
+    parts: list[str] = []
+    last = 0
+    for quote in quotations(reader):
+        if not _QUOTED_MIN <= quote.end() - quote.start() <= _QUOTED_MAX:
+            continue
+        if code is None:
+            code = next(islice(_CODE_LINE.finditer(reader), 1, None), None) is not None  # two lines or more
+            fences = [] if code else code_fences(reader)
+        if code or any(a <= quote.start() < b for a, b in fences) or reported(reader, quote):
+            parts += [reader[last : quote.start()], " "]
+            last = quote.end()
+    return fold("".join([*parts, reader[last:]]) if parts else reader)
 
 
 # Taken off a segment's ends: list marks, separators, quotation marks (an instruction quoted whole

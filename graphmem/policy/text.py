@@ -23,11 +23,13 @@ from functools import cache
 from typing import Any, Literal
 
 __all__ = [
+    "QUOTE_MARKS",
     "Channel",
     "View",
     "code_fences",
     "deobfuscate",
     "fold",
+    "quotations",
     "reader_text",
     "reported",
     "strip_quoted",
@@ -467,12 +469,22 @@ def reported(text: str, quote: re.Match[str]) -> bool:
     return _weight(_INLINE_QUOTE.sub(" ", f"{head} {tail}")) >= _LINE_PROSE
 
 
+QUOTE_MARKS = ('"', "“", "„", "«", "「", "『")
+
+
+def quotations(text: str) -> Iterator[re.Match[str]]:
+    """Every quotation inside a line of prose ("…", “…”, „…“, «…», 「…」, 『…』), in order: the
+    candidates for speech an author reports (``reported``)."""
+    if any(mark in text for mark in QUOTE_MARKS):
+        yield from _INLINE_QUOTE.finditer(text)
+
+
 def without_reported_quotations(text: str) -> str | None:
     """``text`` with the quotations its author reports in prose blanked out ("the email said
     \"…\"", „…“, «…», 「…」), or ``None`` when it has none or too little prose of its own around
     them: at least about twelve words, and at least as much as they quote. Code, JSON, markup
     attributes, link titles and blockquotes are never reported speech."""
-    if '"' not in text and not any(mark in text for mark in "“„«「『"):
+    if not any(mark in text for mark in QUOTE_MARKS):
         return None
     try:
         if isinstance(json.loads(text), dict | list):
@@ -482,7 +494,7 @@ def without_reported_quotations(text: str) -> str | None:
     fences = code_fences(text)
     parts: list[str] = []
     last = quoted = 0
-    for quote in _INLINE_QUOTE.finditer(text):
+    for quote in quotations(text):
         if any(a <= quote.start() < b for a, b in fences):
             continue
         if reported(text, quote):
