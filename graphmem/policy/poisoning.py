@@ -117,12 +117,27 @@ def poisoning_findings(text: str) -> list[str]:
     return sorted({f.label for f in scan_poisoning(text)})
 
 
+# Views of the whole text that leave what they do not undo as it was: de-obfuscation, and decoding
+# rot13, percent-escapes and character escapes (a Chinese sentence reads the same in rot13).
+_WHOLE_TEXT_STEPS = frozenset({"text", "raw", "deobfuscated", "rot13", "url", "escape"})
+
+
+def _whole_text(finding: PoisonFinding) -> bool:
+    """Whether ``finding`` comes from a view of the whole text (``_WHOLE_TEXT_STEPS`` only), where a
+    rule that fires no more often than in the plain text has found the plain text again."""
+    return finding.channel == "obfuscated" or (
+        finding.channel == "encoded" and set(finding.via.split(">")) <= _WHOLE_TEXT_STEPS
+    )
+
+
 def concealed_findings(text: str, *, reference: bool = False) -> list[PoisonFinding]:
     """Findings in what the author did *not* say openly: hidden, obfuscated or encoded.
 
     Quoted passages and code are left out first (a trusted author may quote an
-    attack). An obfuscated finding counts only if the rule fires more often
-    after de-obfuscation than on the plain text, i.e. something was disguised.
+    attack). A finding in a view of the whole text (de-obfuscated, rot13,
+    percent- or escape-decoded) counts only if the rule fires more often there
+    than on the plain text, i.e. something was disguised: a rule that fires on
+    a Chinese sentence fires on its rot13 too, where nothing was hidden.
     """
     scanned = _scan(views(strip_quoted(text)), reference)
     plain: dict[str, int] = {}
@@ -131,9 +146,7 @@ def concealed_findings(text: str, *, reference: bool = False) -> list[PoisonFind
             plain[finding.rule] = max(plain.get(finding.rule, 0), n)
     concealed: dict[tuple[str, str, str], PoisonFinding] = {}
     for finding, n in scanned:
-        if finding.channel == "plain" or (
-            finding.channel == "obfuscated" and n <= plain.get(finding.rule, 0)
-        ):
+        if finding.channel == "plain" or (_whole_text(finding) and n <= plain.get(finding.rule, 0)):
             continue
         concealed.setdefault((finding.rule, finding.channel, finding.via), finding)
     return list(concealed.values())
