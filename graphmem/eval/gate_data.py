@@ -78,6 +78,7 @@ import json
 import random
 import re
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -352,36 +353,11 @@ def plain3_lines(directory: Path = PLAIN3) -> list[Line]:
     return [{**line, "split": "train"} for line in labelled(directory)]
 
 
-def plain4_lines(directory: Path = PLAIN4) -> list[Line]:
-    """The fourth plain set's lines: training data only, as the third's (``plain3_lines``)."""
-    return plain3_lines(directory)
-
-
-def plain5_lines(directory: Path = PLAIN5) -> list[Line]:
-    """The fifth plain set's lines: training data only, as the third's (``plain3_lines``)."""
-    return plain3_lines(directory)
-
-
-def plain6_lines(directory: Path = PLAIN6) -> list[Line]:
-    """The sixth plain set's lines: training data only, as the third's (``plain3_lines``)."""
-    return plain3_lines(directory)
-
-
-def plain7_lines(directory: Path = PLAIN7) -> list[Line]:
-    """The seventh plain set's lines: training data only, as the third's (``plain3_lines``)."""
-    return plain3_lines(directory)
-
-
-def plain8_lines(directory: Path = PLAIN8) -> list[Line]:
-    """The eighth plain set's lines: training data only, as the third's (``plain3_lines``)."""
-    return plain3_lines(directory)
-
-
-def plain9_lines(directory: Path = PLAIN9) -> list[Line]:
-    """The ninth plain set's lines: training data only, as the third's (``plain3_lines``)."""
-    return plain3_lines(directory)
-
-
-def plain10_lines(directory: Path = PLAIN10) -> list[Line]:
-    """The tenth plain set's lines: training data only, as the third's (``plain3_lines``)."""
-    return plain3_lines(directory)
+# The fourth to tenth plain sets: training data only, each loaded as the third (``plain3_lines``).
+plain4_lines = partial(plain3_lines, PLAIN4)
+plain5_lines = partial(plain3_lines, PLAIN5)
+plain6_lines = partial(plain3_lines, PLAIN6)
+plain7_lines = partial(plain3_lines, PLAIN7)
+plain8_lines = partial(plain3_lines, PLAIN8)
+plain9_lines = partial(plain3_lines, PLAIN9)
+plain10_lines = partial(plain3_lines, PLAIN10)
