@@ -457,7 +457,8 @@ def test_the_latest_held_out_sets_are_there_and_scored_once_their_detector_is_co
 ) -> None:
     """Each was frozen for the detector after the one before it tested and is scored by `graphmem
     eval --gate` from the first reading on (heldout10 since injection-lr-14, heldout11 since
-    injection-lr-15, heldout12 since injection-lr-16); until then no data set reads it. Shapes only: no text is shown."""
+    injection-lr-15, heldout12 since injection-lr-16); until then no data set reads it. Shapes
+    only: no text is shown."""
     directory = REPO / "tests" / name
     lines = labelled(directory)
     attacks = [x for x in lines if x["label"] == "attack"]
