@@ -187,7 +187,7 @@ def _screen_ready() -> None:
 
 
 # The labelled sets in the repository: the rules' corpus and every frozen held-out set.
-REPOSITORY_SETS = ["corpus", "heldout", *(f"heldout{n}" for n in range(2, 14))]
+REPOSITORY_SETS = ["corpus", "heldout", *(f"heldout{n}" for n in range(2, 15))]
 
 
 def _texts(directory: Path) -> list[str]:
