@@ -25,6 +25,7 @@ from graphmem.eval.gate_data import (
     PLAIN8,
     PLAIN9,
     PLAIN10,
+    PLAIN11,
     REPO,
     compose,
     handwritten_lines,
@@ -40,6 +41,7 @@ from graphmem.eval.gate_data import (
     plain8_lines,
     plain9_lines,
     plain10_lines,
+    plain11_lines,
     plain_lines,
 )
 from graphmem.policy.text import fold
@@ -295,7 +297,7 @@ _WRITTEN_SETS = {
     **{
         f"plain{n}": directory
         for n, directory in enumerate(
-            (PLAIN2, PLAIN3, PLAIN4, PLAIN5, PLAIN6, PLAIN7, PLAIN8, PLAIN9, PLAIN10), 2
+            (PLAIN2, PLAIN3, PLAIN4, PLAIN5, PLAIN6, PLAIN7, PLAIN8, PLAIN9, PLAIN10, PLAIN11), 2
         )
     },
 }
@@ -381,8 +383,9 @@ def test_the_second_plain_set_loads_with_its_categories_languages_carriers_and_p
         (plain8_lines, (500, 500), 20, (10, 50), (37, 28)),
         (plain9_lines, (750, 600), 0, (10, 75), (35, 31)),
         (plain10_lines, (750, 600), 0, (10, 75), (33, 32)),
+        (plain11_lines, (750, 600), 0, (10, 75), (38, 33)),
     ],
-    ids=["plain3", "plain4", "plain5", "plain6", "plain7", "plain8", "plain9", "plain10"],
+    ids=["plain3", "plain4", "plain5", "plain6", "plain7", "plain8", "plain9", "plain10", "plain11"],
 )
 def test_the_training_only_plain_sets_load_with_their_categories_and_languages(
     lines_of: Callable[[], list[dict[str, Any]]],

@@ -69,6 +69,13 @@ A *line* is a mapping with ``text``, ``label`` (``attack`` / ``benign``),
   messages and the web pages it browses; ten categories, 33 languages) and
   600 untrusted look-alikes of the same domains, six writers, the briefs of
   ``plain9``; training data only (``plain10_lines``).
+* ``plain11`` — ``graphmem/eval/data/plain11/``: 750 injections and 600
+  untrusted look-alikes from three more domains (travel and hospitality,
+  civic life and non-profits, personal finance and investing; 38
+  languages), six writers, the briefs of ``plain9``, after
+  ``injection-lr-16``; written as training data (``plain11_lines``) but not
+  trained on: adding it, at weight 30 or 10, lowered the development sets'
+  ranking (docs/eval.md, after ``injection-lr-16``).
 """
 
 from __future__ import annotations
@@ -95,6 +102,7 @@ __all__ = [
     "PLAIN8",
     "PLAIN9",
     "PLAIN10",
+    "PLAIN11",
     "REPO",
     "bipia_contexts",
     "bipia_lines",
@@ -114,6 +122,7 @@ __all__ = [
     "plain8_lines",
     "plain9_lines",
     "plain10_lines",
+    "plain11_lines",
     "plain_lines",
 ]
 
@@ -131,6 +140,7 @@ PLAIN7 = Path(__file__).resolve().parent / "data" / "plain7"
 PLAIN8 = Path(__file__).resolve().parent / "data" / "plain8"
 PLAIN9 = Path(__file__).resolve().parent / "data" / "plain9"
 PLAIN10 = Path(__file__).resolve().parent / "data" / "plain10"
+PLAIN11 = Path(__file__).resolve().parent / "data" / "plain11"
 # Chosen among 5,000 seeds as the one whose split is most even per category, language and trust.
 PLAIN_SEED = 3664
 # Among 5,000 seeds, the most even of those that put each category and language of ten lines or
@@ -353,7 +363,7 @@ def plain3_lines(directory: Path = PLAIN3) -> list[Line]:
     return [{**line, "split": "train"} for line in labelled(directory)]
 
 
-# The fourth to tenth plain sets: training data only, each loaded as the third (``plain3_lines``).
+# The fourth to eleventh plain sets: training data only, each loaded as the third (``plain3_lines``).
 plain4_lines = partial(plain3_lines, PLAIN4)
 plain5_lines = partial(plain3_lines, PLAIN5)
 plain6_lines = partial(plain3_lines, PLAIN6)
@@ -361,3 +371,4 @@ plain7_lines = partial(plain3_lines, PLAIN7)
 plain8_lines = partial(plain3_lines, PLAIN8)
 plain9_lines = partial(plain3_lines, PLAIN9)
 plain10_lines = partial(plain3_lines, PLAIN10)
+plain11_lines = partial(plain3_lines, PLAIN11)
