@@ -146,11 +146,10 @@ def test_training_uses_the_train_halves_and_the_training_sets_and_no_held_out_te
     from graphmem.eval import gate_data
     from graphmem.eval.gate import HELD_OUT
 
-    handwritten_lines, plain_lines = gate_data.handwritten_lines, gate_data.plain_lines
-    plain2_lines, plain3_lines, plain4_lines = (
+    handwritten_lines, plain_lines, plain2_lines = (
+        gate_data.handwritten_lines,
+        gate_data.plain_lines,
         gate_data.plain2_lines,
-        gate_data.plain3_lines,
-        gate_data.plain4_lines,
     )
     labelled, bipia_contexts, REPO = gate_data.labelled, gate_data.bipia_contexts, gate_data.REPO
     from graphmem.eval.train_detector import PART_WEIGHTS, _label_segments, training_texts
@@ -169,16 +168,8 @@ def test_training_uses_the_train_halves_and_the_training_sets_and_no_held_out_te
         assert {x["text"] for x in plain_train} <= trained
         assert not {x["text"] for x in lines_of("dev")} & trained
     # The third to tenth plain sets are training data only: every untrusted line, no trusted one.
-    for whole in (
-        plain3_lines(),
-        plain4_lines(),
-        gate_data.plain5_lines(),
-        gate_data.plain6_lines(),
-        gate_data.plain7_lines(),
-        gate_data.plain8_lines(),
-        gate_data.plain9_lines(),
-        gate_data.plain10_lines(),
-    ):
+    for name in ("plain3", "plain4", "plain5", "plain6", "plain7", "plain8", "plain9", "plain10"):
+        whole = gate_data.WHOLE_PLAIN_SETS[name]()
         assert {x["text"] for x in whole if x["source_trust"] == "untrusted"} <= trained
         assert not {x["text"] for x in whole if x["source_trust"] == "trusted"} & trained
     # No held-out text is trained on, read or waiting to be read.

@@ -84,7 +84,7 @@ import hashlib
 import json
 import random
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -104,6 +104,7 @@ __all__ = [
     "PLAIN10",
     "PLAIN11",
     "REPO",
+    "WHOLE_PLAIN_SETS",
     "bipia_contexts",
     "bipia_lines",
     "compose",
@@ -129,18 +130,12 @@ __all__ = [
 Line = dict[str, Any]
 
 REPO = Path(__file__).resolve().parents[2]
-HANDWRITTEN = Path(__file__).resolve().parent / "data" / "handwritten"
-PLAIN = Path(__file__).resolve().parent / "data" / "plain"
-PLAIN2 = Path(__file__).resolve().parent / "data" / "plain2"
-PLAIN3 = Path(__file__).resolve().parent / "data" / "plain3"
-PLAIN4 = Path(__file__).resolve().parent / "data" / "plain4"
-PLAIN5 = Path(__file__).resolve().parent / "data" / "plain5"
-PLAIN6 = Path(__file__).resolve().parent / "data" / "plain6"
-PLAIN7 = Path(__file__).resolve().parent / "data" / "plain7"
-PLAIN8 = Path(__file__).resolve().parent / "data" / "plain8"
-PLAIN9 = Path(__file__).resolve().parent / "data" / "plain9"
-PLAIN10 = Path(__file__).resolve().parent / "data" / "plain10"
-PLAIN11 = Path(__file__).resolve().parent / "data" / "plain11"
+_DATA = Path(__file__).resolve().parent / "data"
+HANDWRITTEN = _DATA / "handwritten"
+PLAIN = _DATA / "plain"
+PLAIN2, PLAIN3, PLAIN4, PLAIN5, PLAIN6, PLAIN7, PLAIN8, PLAIN9, PLAIN10, PLAIN11 = (
+    _DATA / f"plain{n}" for n in range(2, 12)
+)
 # Chosen among 5,000 seeds as the one whose split is most even per category, language and trust.
 PLAIN_SEED = 3664
 # Among 5,000 seeds, the most even of those that put each category and language of ten lines or
@@ -372,3 +367,15 @@ plain8_lines = partial(plain3_lines, PLAIN8)
 plain9_lines = partial(plain3_lines, PLAIN9)
 plain10_lines = partial(plain3_lines, PLAIN10)
 plain11_lines = partial(plain3_lines, PLAIN11)
+# Those sets by name, in the order they were written.
+WHOLE_PLAIN_SETS: dict[str, Callable[[], list[Line]]] = {
+    "plain3": plain3_lines,
+    "plain4": plain4_lines,
+    "plain5": plain5_lines,
+    "plain6": plain6_lines,
+    "plain7": plain7_lines,
+    "plain8": plain8_lines,
+    "plain9": plain9_lines,
+    "plain10": plain10_lines,
+    "plain11": plain11_lines,
+}

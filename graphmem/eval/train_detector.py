@@ -33,6 +33,7 @@ from typing import Any
 
 from graphmem.eval.gate_data import (
     REPO,
+    WHOLE_PLAIN_SETS,
     bipia_contexts,
     bipia_lines,
     compose,
@@ -41,14 +42,6 @@ from graphmem.eval.gate_data import (
     handwritten_lines,
     labelled,
     plain2_lines,
-    plain3_lines,
-    plain4_lines,
-    plain5_lines,
-    plain6_lines,
-    plain7_lines,
-    plain8_lines,
-    plain9_lines,
-    plain10_lines,
     plain_lines,
 )
 from graphmem.policy.detector import (
@@ -60,7 +53,7 @@ from graphmem.policy.detector import (
     text_segment_features,
 )
 
-__all__ = ["PART_WEIGHTS", "VARIANTS", "train", "training_texts"]
+__all__ = ["PART_WEIGHTS", "VARIANTS", "WHOLE_SETS", "train", "training_texts"]
 
 VERSION = "injection-lr-16"
 EPOCHS = 400
@@ -70,9 +63,12 @@ GENERATED = 1500
 L2_HASHED, L2_DENSE = 1e-6, 1e-4
 # How much each part of the training data weighs, per segment, relative to the others (the
 # positive and the negative segments are then balanced to half the loss each).
-# The hand-written and plain parts are small (about 3,150 attacks and 1,940 look-alikes among 10,700
+# The hand-written and plain parts are small (about 5,150 attacks and 3,620 look-alikes among 15,200
 # texts) and the only plain-language ones: they weigh 30 times as much per segment (10 and 60
-# were tried for plain3, 10 for plain6 and plain7: docs/eval.md).
+# were tried for plain3, 10 for plain6, plain7 and plain11, 50 and 20 for them all: docs/eval.md).
+# The training-only plain sets trained on, whole (``plain11`` is written but not trained on: it
+# lowered the development sets' ranking, docs/eval.md).
+WHOLE_SETS = tuple(f"plain{n}" for n in range(3, 11))
 PART_WEIGHTS = {
     "bipia": 1.0,
     "corpus": 1.0,
@@ -80,14 +76,7 @@ PART_WEIGHTS = {
     "handwritten": 30.0,
     "plain": 30.0,
     "plain2": 30.0,
-    "plain3": 30.0,
-    "plain4": 30.0,
-    "plain5": 30.0,
-    "plain6": 30.0,
-    "plain7": 30.0,
-    "plain8": 30.0,
-    "plain9": 30.0,
-    "plain10": 30.0,
+    **dict.fromkeys(WHOLE_SETS, 30.0),
     "variants": 1.0,
     # Hand-written stand-alone instructions inserted into hand-written look-alikes (``_composed``).
     "composed": 30.0,
@@ -95,7 +84,7 @@ PART_WEIGHTS = {
     # (``_composed_in_documents``): 10, 30 and 100 were tried (docs/eval.md, injection-lr-14).
     "composed_bipia": 100.0,
 }
-HAND_WRITTEN_PARTS = ("handwritten", "plain", *(f"plain{n}" for n in range(2, 11)))
+HAND_WRITTEN_PARTS = ("handwritten", "plain", "plain2", *WHOLE_SETS)
 COMPOSE_SEED = 5
 # Thresholds are quantiles of the benign training texts' out-of-fold scores (each text scored by a
 # model trained without its fold): quarantine above the 96th percentile, reject above the 99.8th.
@@ -193,14 +182,7 @@ def training_texts(bipia_dir: Path) -> list[tuple[dict[str, Any], set[str] | Non
         ("handwritten", handwritten_lines("train")),
         ("plain", plain_lines("train")),
         ("plain2", plain2_lines("train")),
-        ("plain3", plain3_lines()),
-        ("plain4", plain4_lines()),
-        ("plain5", plain5_lines()),
-        ("plain6", plain6_lines()),
-        ("plain7", plain7_lines()),
-        ("plain8", plain8_lines()),
-        ("plain9", plain9_lines()),
-        ("plain10", plain10_lines()),
+        *((name, WHOLE_PLAIN_SETS[name]()) for name in WHOLE_SETS),
     )
     for part, lines in halves:
         for line in lines:

@@ -753,7 +753,7 @@ _SHORT_LINE = re.compile(r"^([^\W\d_]+(?:[ \t]+[^\W\d_]+){0,2},?)[ \t]*\n(?=[^\W
 
 
 def _short_joined(line: re.Match[str]) -> str:
-    return line.group(1) + (" " if line.string[line.end()].islower() else "\n")
+    return line.group(1) + _unwrapped(line)
 
 
 def _own_text(text: str) -> str:
