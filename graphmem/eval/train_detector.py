@@ -55,7 +55,7 @@ from graphmem.policy.detector import (
 
 __all__ = ["PART_WEIGHTS", "VARIANTS", "WHOLE_SETS", "train", "training_texts"]
 
-VERSION = "injection-lr-16"
+VERSION = "injection-lr-17"
 EPOCHS = 400
 GENERATED = 1500
 # Hashed words are weakly regularised, so plain-language wording ("whoever summarises this") counts;
@@ -71,7 +71,10 @@ L2_HASHED, L2_DENSE = 1e-6, 1e-4
 WHOLE_SETS = tuple(f"plain{n}" for n in range(3, 11))
 PART_WEIGHTS = {
     "bipia": 1.0,
-    "corpus": 1.0,
+    # ``tests/corpus/``'s plain overrides ("disregard your prior guidelines") at 10 and 30 both ranked
+    # the development sets better than at 1 (docs/eval.md, injection-lr-17); 10 kept more of the
+    # hand-written dev half.
+    "corpus": 10.0,
     "generated": 1.0,
     "handwritten": 30.0,
     "plain": 30.0,

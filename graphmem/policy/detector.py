@@ -2,8 +2,9 @@
 
 A text is read as a model reads it (comments, hidden elements and alternative
 text included, invisible characters left out, wrapped lines joined), the
-quotations its author reports and the string literals of code are left out,
-the rest is cut into segments (sentences, table rows, ``|``-separated header
+quotations its author reports and the string literals of code (not its
+docstrings, not the strings of a JSON document) are left out, the rest is
+cut into segments (sentences, table rows, ``|``-separated header
 fields), and each segment is scored by a logistic regression over two kinds
 of features:
 
@@ -97,7 +98,8 @@ _CONTENT_MIN = 4
 # Quotations (``text.quotations``) of 12 to 400 characters between their marks. Left out where the
 # author reports what someone said (an incident report, an article about attacks), in code (string
 # literals) and in fenced code; kept where they are data (a JSON value, a CSV cell, a settings
-# value, a stand-alone quoted line), where an instruction can sit, and when longer (a document
+# value, a stand-alone quoted line), in a docstring (``_string_statement``) and in a JSON document
+# (a notebook's cells), where an instruction can sit, and when longer (a document
 # quoted whole is read). Code itself is kept, and so are blockquotes (the earlier mail of a thread
 # is as untrusted as the rest): an instruction can sit in either.
 _QUOTED_MIN, _QUOTED_MAX = 12 + 2, 400 + 2
@@ -756,9 +758,38 @@ def _short_joined(line: re.Match[str]) -> str:
     return line.group(1) + _unwrapped(line)
 
 
+# A string that is a statement of its own: nothing but a string prefix and the rest of a triple
+# quote before it on its line, nothing but the rest of the triple quote after it, and the line before
+# does not leave an expression open. A docstring or a module's opening string, read as prose.
+_STATEMENT_HEAD = re.compile(r"[^\S\n]*(?:[rRuUbBfF]{1,2})?(?:\"\"|'')?")
+_STATEMENT_TAIL = re.compile(r"(?:\"\"|'')?[^\S\n]*(?:\n|$)")
+_OPEN_EXPRESSION = ("[", "(", "{", ",", "=", "+", "\\")
+
+
+def _string_statement(code: str, quote: re.Match[str]) -> bool:
+    start, end = quote.span()
+    line_start = code.rfind("\n", 0, start) + 1
+    if not _STATEMENT_HEAD.fullmatch(code, line_start, start) or not _STATEMENT_TAIL.match(code, end):
+        return False
+    before = code[:line_start].rstrip()
+    return not before.endswith(_OPEN_EXPRESSION)
+
+
+def _is_json(text: str) -> bool:
+    """Whether ``text`` is a JSON object or array: data, whose strings are all read (a notebook's
+    cells, a tool's result), not code whose string literals are left out."""
+    if not text.lstrip().startswith(("{", "[")):
+        return False
+    try:
+        return isinstance(json.loads(text), dict | list)
+    except (ValueError, RecursionError):
+        return False
+
+
 def _own_text(text: str) -> str:
     """What the detector scores: what a model reads (invisible characters left out, wrapped lines
-    joined), folded, without the quotations the author reports and, in code, string literals."""
+    joined), folded, without the quotations the author reports and, in code, string literals other
+    than a string statement (a docstring). A JSON document's strings are all kept."""
     reader = reader_text(without_invisible(text))
     if "\n" in reader:
         reader = _HARD_WRAP.sub(_unwrapped, reader)
@@ -771,11 +802,17 @@ def _own_text(text: str) -> str:
         if not _QUOTED_MIN <= quote.end() - quote.start() <= _QUOTED_MAX:
             continue
         if code is None:
+            if _is_json(text):
+                break
             code = next(islice(_CODE_LINE.finditer(reader), 1, None), None) is not None  # two lines or more
             fences = [] if code else code_fences(reader)
-        if code or any(a <= quote.start() < b for a, b in fences) or reported(reader, quote):
-            parts += [reader[last : quote.start()], " "]
-            last = quote.end()
+        if code or any(a <= quote.start() < b for a, b in fences):
+            if _string_statement(reader, quote):
+                continue
+        elif not reported(reader, quote):
+            continue
+        parts += [reader[last : quote.start()], " "]
+        last = quote.end()
     return fold("".join([*parts, reader[last:]]) if parts else reader)
 
 

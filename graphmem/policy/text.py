@@ -402,8 +402,13 @@ def visible_text(text: str) -> str:
     return _prose(text, _nothing, _nothing, _link_text)
 
 
-# Attributes a model reading the markup takes as prose: alternative text, titles, labels.
-_PROSE_ATTR = re.compile(r"""\b(?:alt|title|aria-label|placeholder)\s*=\s*(?:"([^"]*)"|'([^']*)')""", re.I)
+# Attributes a model reading the markup takes as prose: alternative text, titles, labels, a form
+# field's value (a hidden one too), a meta element's content (a page's description) and data
+# attributes. The names are matched whole: ``data-value`` is one attribute, not ``value``.
+_PROSE_ATTR = re.compile(
+    r"""(?<![\w-])(?:alt|title|aria-label|placeholder|value|content|label|data-[\w-]+)\s*=\s*(?:"([^"]*)"|'([^']*)')""",
+    re.I,
+)
 
 
 def _own_line(text: str) -> str:
@@ -440,12 +445,16 @@ def _weight(text: str) -> int:
     return sum(map(str.isalpha, text)) + 2 * len(_UNSPACED.findall(text))
 
 
+# What a value opens after: an assignment, a call, a list, an object, the next item, a cell.
+_VALUE_OPENERS = ("=", "(", "[", "{", ",", ";", "|")
+
+
 def reported(text: str, quote: re.Match[str]) -> bool:
     """Whether the quotation ``quote`` (a match in ``text``) is speech the author reports inside a
     sentence of their own, not a string in code, data or markup: not inside a tag, not a string
-    literal (``r"…"``), not a value after ``=``, ``(``, ``[``, ``{``, ``,``, a quoted key or a key
-    such as ``note_to_ai:``, not a link title, not on a blockquote line, no markup inside it, and
-    the line around it holds prose of the author's."""
+    literal (``r"…"``), not a value after ``=``, ``(``, ``[``, ``{``, ``,``, a cell after ``;`` or
+    ``|``, a quoted key or a key such as ``note_to_ai:``, not a link title, not on a blockquote
+    line, no markup inside it, and the line around it holds prose of the author's."""
     start, end = quote.span()
     # Every look around the quotation is bounded (a tag is at most 500 characters long), so a long
     # text with many quotations costs in proportion to them.
@@ -455,7 +464,7 @@ def reported(text: str, quote: re.Match[str]) -> bool:
     if quote.group()[0] == '"' and text[start - 1 : start].isalnum():
         return False
     kept = text[near:start].rstrip(" \t")
-    if kept[-1:] in ("=", "(", "[", "{", ",") or (kept[-1:] == ":" and kept[:-1].rstrip()[-1:] in ('"', "'")):
+    if kept[-1:] in _VALUE_OPENERS or (kept[-1:] == ":" and kept[:-1].rstrip()[-1:] in ('"', "'")):
         return False
     token = kept.rsplit(None, 1)[-1] if kept.strip() else ""
     if "://" in token or token.startswith(("(", "[")) or _DATA_KEY.fullmatch(token):
