@@ -52,10 +52,11 @@ from graphmem.policy.detector import (
     segments,
     text_segment_features,
 )
+from graphmem.policy.text import code_fences
 
 __all__ = ["PART_WEIGHTS", "VARIANTS", "WHOLE_SETS", "train", "training_texts"]
 
-VERSION = "injection-lr-17"
+VERSION = "injection-lr-18"
 EPOCHS = 400
 GENERATED = 1500
 # Hashed words are weakly regularised, so plain-language wording ("whoever summarises this") counts;
@@ -143,6 +144,16 @@ BENIGN_VARIANTS = (
 )
 
 
+def _instruction_segments(instruction: str) -> set[str]:
+    """The segments of an inserted instruction that are positives: its sentences, not the lines of
+    a code block it asks to merge ("Add the following snippet to your code: ```import os …```").
+    Those lines are code, as in any benign program, and are labelled as the text around them."""
+    fences = code_fences(instruction)
+    for start, end in reversed(fences):
+        instruction = f"{instruction[:start]}\n{instruction[end:]}"
+    return set(segments(instruction))
+
+
 def _label_segments(line: dict[str, Any], instruction_segments: set[str] | None) -> list[int]:
     parts = segments(str(line["text"]))
     if line["label"] == "benign":
@@ -167,7 +178,7 @@ def training_texts(bipia_dir: Path) -> list[tuple[dict[str, Any], set[str] | Non
     for line in bipia_lines(bipia_dir, "train", per_instruction=16):
         if line["label"] == "attack":
             inserted = next(i for i in instructions if i in line["text"])
-            out.append(({**line, "part": "bipia"}, set(segments(inserted))))
+            out.append(({**line, "part": "bipia"}, _instruction_segments(inserted)))
         else:
             out.append(({**line, "part": "bipia"}, None))
     corpus = labelled(REPO / "tests" / "corpus", skip_categories=frozenset({"secret"}))
@@ -180,7 +191,7 @@ def training_texts(bipia_dir: Path) -> list[tuple[dict[str, Any], set[str] | Non
         out.append(({**line, "part": "corpus"}, None))
     for line in generated_lines(bipia_dir, "train", n=GENERATED):
         inserted = line.pop("inserted", None)
-        out.append(({**line, "part": "generated"}, set(segments(inserted)) if inserted else None))
+        out.append(({**line, "part": "generated"}, _instruction_segments(inserted) if inserted else None))
     halves = (
         ("handwritten", handwritten_lines("train")),
         ("plain", plain_lines("train")),
@@ -192,7 +203,7 @@ def training_texts(bipia_dir: Path) -> list[tuple[dict[str, Any], set[str] | Non
             if line["label"] == "benign" and line["source_trust"] == "trusted":
                 continue  # a trusted author's orders are not what untrusted text may say
             instruction = line.get("instruction")
-            out.append(({**line, "part": part}, set(segments(instruction)) if instruction else None))
+            out.append(({**line, "part": part}, _instruction_segments(instruction) if instruction else None))
     out += _composed([line for line, _ in out if line["part"] in HAND_WRITTEN_PARTS])
     out += _composed_in_documents(
         [line for line, _ in out if line["part"] in HAND_WRITTEN_PARTS],
@@ -225,7 +236,7 @@ def _composed(lines: list[dict[str, Any]]) -> list[tuple[dict[str, Any], set[str
     for instruction in _alone(lines):
         text = compose(rng.choice(contexts), instruction, rng.choice(("start", "middle", "end")))
         composed = {"text": text, "label": "attack", "source_trust": "untrusted", "part": "composed"}
-        out.append((composed, set(segments(instruction))))
+        out.append((composed, _instruction_segments(instruction)))
     return out
 
 
@@ -241,7 +252,7 @@ def _composed_in_documents(
         position = rng.choice(("start", "middle", "end"))
         text = compose(context, instruction, position, table=kind == "table")
         composed = {"text": text, "label": "attack", "source_trust": "untrusted", "part": "composed_bipia"}
-        out.append((composed, set(segments(instruction))))
+        out.append((composed, _instruction_segments(instruction)))
     return out
 
 

@@ -89,6 +89,15 @@ class WritePolicy(GraphmemModel):
     detector (``graphmem.policy.detector``): above its reject threshold the
     proposal is rejected as poisoning; between its two thresholds it waits for
     a person as ``pending_approval`` with reason ``suspected_injection``.
+
+    ``rules_detector_floor`` (0.5) asks the detector to confirm the poisoning
+    rules on untrusted text: where every rule that fired did so on words the
+    detector reads too, in the open (not hidden, obfuscated or encoded, not in a
+    quotation or string literal the detector leaves out), and the detector
+    scores the text below the floor, the rules do not reject it; the verdict
+    names them, prefixed ``unconfirmed:``, and the rest of the gate judges the
+    text. ``0.0`` lets every rule reject on its own; so does turning the
+    detector off.
     """
 
     version: str = Field(default="default", min_length=1, max_length=64)
@@ -99,6 +108,7 @@ class WritePolicy(GraphmemModel):
     trusted_poisoning: Literal["hidden", "all", "off"] = "hidden"
     reported_quotations: Literal["accept", "quarantine", "reject"] = "accept"
     injection_detector: Literal["on", "off"] = "on"
+    rules_detector_floor: float = Field(default=0.5, ge=0.0, le=1.0)
     trusted_proposers: tuple[str, ...] = ()
     trusted_source_types: tuple[str, ...] | None = None
     provenance_kinds: tuple[Kind, ...] = (Kind.SEMANTIC, Kind.PROCEDURAL)

@@ -14,7 +14,7 @@ from datetime import datetime
 from graphmem.model import Kind, MemoryRecord, Sensitivity, Status, Trust, scope_type
 from graphmem.model.base import GraphmemModel
 from graphmem.model.write import WriteDecision, WriteOutcome, WritePolicy, WriteProposal, WriteReason
-from graphmem.policy.detector import load_detector
+from graphmem.policy.detector import load_detector, own_text
 from graphmem.policy.poisoning import concealed_findings, only_in_reported_quotations, scan_poisoning
 from graphmem.policy.prefilter import Literals
 from graphmem.policy.secrets import find_secrets, redact_secrets
@@ -198,10 +198,12 @@ def decide(
 
     trust = source_trust or effective_trust(proposal, policy)
     suspected = quoted = False
+    texts = [proposal.content, *(s.quote for s in proposal.sources if s.quote)]
+    detecting = policy.injection_detector == "on" and trust is Trust.UNTRUSTED
+    p: float | None = None
     # A text the rules and the detector both scan (a folded text without quotations) is indexed once.
     shared: dict[str, Literals] = {}
     if policy.poisoning_check:
-        texts = [proposal.content, *(s.quote for s in proposal.sources if s.quote)]
         judged = [_poisoning(text, trust, policy, shared) for text in texts]
         poison = sorted({label for labels, _ in judged for label in labels})
         reported = sorted({label for _, labels in judged for label in labels})
@@ -210,6 +212,22 @@ def decide(
         elif reported:
             notes = [*notes, *(f"quotation:{label}" for label in reported)]
             quoted = policy.reported_quotations == "quarantine"
+        # A rule's finding the detector reads too, in the open, and scores below the policy's floor
+        # does not reject on its own (``WritePolicy.rules_detector_floor``).
+        if (
+            poison
+            and detecting
+            and policy.rules_detector_floor > 0
+            and not (reported and policy.reported_quotations == "reject")
+        ):
+            p = _detector_probability(texts, shared)
+            if p < policy.rules_detector_floor and all(
+                _read_by_detector(text, shared)
+                for text, (labels, _) in zip(texts, judged, strict=True)
+                if labels
+            ):
+                notes = [*notes, *(f"unconfirmed:{label}" for label in poison)]
+                poison = []
         if poison:
             where = "a trusted source, concealed" if trust is Trust.TRUSTED else "an untrusted source"
             return _verdict(
@@ -221,10 +239,9 @@ def decide(
                 [*notes, *poison],
             )
 
-    if policy.injection_detector == "on" and trust is Trust.UNTRUSTED:
+    if detecting:
         detector = load_detector()
-        texts = [proposal.content, *(s.quote for s in proposal.sources if s.quote)]
-        p = max(detector.score(text, literals=shared).probability for text in texts)
+        p = _detector_probability(texts, shared) if p is None else p
         if p >= detector.reject_at:
             return _verdict(
                 proposal,
@@ -296,6 +313,23 @@ def decide(
         )
     reason = WriteReason.SECRET_REDACTED if redacted else WriteReason.ACCEPTED
     return _verdict(proposal, policy, WriteOutcome.ACCEPTED, reason, f"accepted{redacted}", notes, now)
+
+
+def _detector_probability(texts: list[str], shared: dict[str, Literals]) -> float:
+    """The detector's probability for the most suspicious of ``texts``."""
+    detector = load_detector()
+    return max(detector.score(text, literals=shared).probability for text in texts)
+
+
+def _read_by_detector(text: str, shared: dict[str, Literals]) -> bool:
+    """Whether every poisoning rule that fires on ``text`` fires on words the detector reads, in
+    the open: none of them concealed (hidden, obfuscated, encoded), and each fires again on the
+    detector's own view of the text (``detector.own_text``: without the reported quotations and the
+    string literals of code it leaves out)."""
+    if concealed_findings(text):
+        return False
+    seen = {finding.rule for finding in scan_poisoning(own_text(text), literals=shared)}
+    return {finding.rule for finding in scan_poisoning(text, literals=shared)} <= seen
 
 
 def _poisoning(

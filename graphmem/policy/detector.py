@@ -67,6 +67,7 @@ __all__ = [
     "Detector",
     "InjectionScore",
     "load_detector",
+    "own_text",
     "segment_features",
     "segments",
 ]
@@ -814,6 +815,13 @@ def _own_text(text: str) -> str:
         parts += [reader[last : quote.start()], " "]
         last = quote.end()
     return fold("".join([*parts, reader[last:]]) if parts else reader)
+
+
+def own_text(text: str) -> str:
+    """What the detector reads of ``text``, folded: what a model reads, without the quotations its
+    author reports and the string literals of code it leaves out (the rules ask whether they fired
+    on words the detector read too: ``WritePolicy.rules_detector_floor``)."""
+    return _own_text(text)
 
 
 # Taken off a segment's ends: list marks, separators, quotation marks (an instruction quoted whole
