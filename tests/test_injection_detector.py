@@ -132,6 +132,26 @@ def test_suspected_injection_waits_for_approval_and_is_never_active(store: Memor
     assert store.approvals(tenant) == []
 
 
+def test_a_rule_the_detector_does_not_confirm_is_named_in_the_decision(
+    store: MemoryStore, tenant: str
+) -> None:
+    """On every backend: untrusted text a poisoning rule fires on, which the detector reads and
+    scores below ``WritePolicy.rules_detector_floor``, is written active; the decision names the
+    rule as ``unconfirmed:``. With the floor at 0 the rule rejects it."""
+    from tests.test_policy import CLAUSE
+
+    decision = store.propose(untrusted(tenant, CLAUSE), source_trust=Trust.UNTRUSTED)
+    assert decision.outcome is WriteOutcome.ACCEPTED
+    assert "unconfirmed:poisoning:new_instructions" in decision.findings
+    assert decision.record_id is not None
+    record = store.get(tenant, decision.record_id)
+    assert record is not None
+    assert record.status is Status.ACTIVE
+    store.write_policy = WritePolicy(rules_detector_floor=0.0)
+    again = store.propose(untrusted(tenant, f"{CLAUSE} (v2)"), source_trust=Trust.UNTRUSTED)
+    assert (again.outcome, again.reason) == (WriteOutcome.REJECTED, WriteReason.POISONING)
+
+
 @pytest.mark.slow
 def test_a_retrain_reproduces_the_shipped_weights() -> None:
     from graphmem.eval.train_detector import train
