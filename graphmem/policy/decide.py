@@ -222,7 +222,7 @@ def decide(
         ):
             p = _detector_probability(texts, shared)
             if p < policy.rules_detector_floor and all(
-                _read_by_detector(text, shared)
+                _read_by_detector(text, labels, shared)
                 for text, (labels, _) in zip(texts, judged, strict=True)
                 if labels
             ):
@@ -321,15 +321,16 @@ def _detector_probability(texts: list[str], shared: dict[str, Literals]) -> floa
     return max(detector.score(text, literals=shared).probability for text in texts)
 
 
-def _read_by_detector(text: str, shared: dict[str, Literals]) -> bool:
-    """Whether every poisoning rule that fires on ``text`` fires on words the detector reads, in
-    the open: none of them concealed (hidden, obfuscated, encoded), and each fires again on the
-    detector's own view of the text (``detector.own_text``: without the reported quotations and the
-    string literals of code it leaves out)."""
+def _read_by_detector(text: str, labels: list[str], shared: dict[str, Literals]) -> bool:
+    """Whether every poisoning rule that fired on ``text`` (``labels``: ``poisoning:<rule>`` or
+    ``poisoning:<rule>@<view>``) fired on words the detector reads, in the open: none of them
+    concealed (hidden, obfuscated, encoded), and each fires again on the detector's own view of the
+    text (``detector.own_text``: without the reported quotations and the string literals of code it
+    leaves out)."""
     if concealed_findings(text):
         return False
     seen = {finding.rule for finding in scan_poisoning(own_text(text), literals=shared)}
-    return {finding.rule for finding in scan_poisoning(text, literals=shared)} <= seen
+    return {label.removeprefix("poisoning:").split("@")[0] for label in labels} <= seen
 
 
 def _poisoning(
