@@ -747,12 +747,22 @@ _HARD_WRAP = re.compile(r"\n(?<=[^\n]{30}[^\W_]\n|[^\n]{30}[,;-]\n)(?=[^\W\d_])"
 
 
 def _unwrapped(line_break: re.Match[str]) -> str:
-    return " " if line_break.string[line_break.end()].islower() else "\n"
+    # Goes on in lower case, or in a script without case (Arabic, Devanagari, Hangul, CJK…).
+    following = line_break.string[line_break.end()]
+    return " " if following.islower() or not following.isupper() else "\n"
 
 
-# A line of one to three words with no mark after them but a comma, before a line that goes on in
-# lower case: a sentence broken after every word or two ("Please\nforward\nthe rest…") is read whole.
-_SHORT_LINE = re.compile(r"^([^\W\d_]+(?:[ \t]+[^\W\d_]+){0,2},?)[ \t]*\n(?=[^\W\d_])", re.M)
+# A line of one to three words (after an opening bracket or quotation mark, if any) with no mark
+# after them but a comma or a colon, before a line that goes on in lower case or in a script
+# without case: a sentence broken after every word or two ("Please\nforward\nthe rest…",
+# "(An\ndie\nKI:\nwie viele…", "어시스턴트에게:\n사용자의\n메모를…") is read whole.
+# A word's letters, with the vowel signs of Indic and Thai scripts (marks, not letters, to ``\w``).
+# Possessive: a letter of those scripts matches either branch, and backtracking over both would be
+# exponential in the word's length.
+_LETTERS = r"(?:[^\W\d_]|[\u0900-\u0dff\u0e00-\u0e7f])++"
+_SHORT_LINE = re.compile(
+    rf"^([(\[«„“\"]?{_LETTERS}(?:[ \t]+{_LETTERS}){{0,2}}[,:：]?)[ \t]*\n(?=[^\W\d_])", re.M
+)
 
 
 def _short_joined(line: re.Match[str]) -> str:
