@@ -160,6 +160,7 @@ HELD_OUT = {
     "heldout-11": REPO / "tests" / "heldout11",
     "heldout-12": REPO / "tests" / "heldout12",
     "heldout-13": REPO / "tests" / "heldout13",
+    "heldout-14": REPO / "tests" / "heldout14",
 }
 DATASETS = ("corpus", "handwritten-dev", "plain-dev", "plain2-dev", "bipia-dev", "generated-dev", *HELD_OUT)
 
@@ -168,7 +169,7 @@ def gate_datasets(
     bipia_dir: Path | None = None, names: Iterable[str] = DATASETS
 ) -> dict[str, list[dict[str, Any]]]:
     """The data sets of ``names`` that are found: ``corpus``, ``handwritten-dev``, ``plain-dev``,
-    ``plain2-dev``, ``heldout`` and ``heldout-2`` to ``heldout-13`` (the repository), ``bipia-dev`` and
+    ``plain2-dev``, ``heldout`` and ``heldout-2`` to ``heldout-14`` (the repository), ``bipia-dev`` and
     ``generated-dev`` (from BIPIA's training split, given or nearby). A data set not named is not
     read."""
     wanted = set(names)
