@@ -747,9 +747,9 @@ _HARD_WRAP = re.compile(r"\n(?<=[^\n]{30}[^\W_]\n|[^\n]{30}[,;-]\n)(?=[^\W\d_])"
 
 
 def _unwrapped(line_break: re.Match[str]) -> str:
-    # Goes on in lower case, or in a script without case (Arabic, Devanagari, Hangul, CJK…).
-    following = line_break.string[line_break.end()]
-    return " " if following.islower() or not following.isupper() else "\n"
+    # Goes on in lower case, or in a script without case (Arabic, Devanagari, Hangul, CJK…): the
+    # patterns that call this find a letter after the break.
+    return "\n" if line_break.string[line_break.end()].isupper() else " "
 
 
 # A line of one to three words (after an opening bracket or quotation mark, if any) with no mark
@@ -775,6 +775,7 @@ def _short_joined(line: re.Match[str]) -> str:
 _STATEMENT_HEAD = re.compile(r"[^\S\n]*(?:[rRuUbBfF]{1,2})?(?:\"\"|'')?")
 _STATEMENT_TAIL = re.compile(r"(?:\"\"|'')?[^\S\n]*(?:\n|$)")
 _OPEN_EXPRESSION = ("[", "(", "{", ",", "=", "+", "\\")
+_AROUND = 400
 
 
 def _string_statement(code: str, quote: re.Match[str]) -> bool:
@@ -782,7 +783,9 @@ def _string_statement(code: str, quote: re.Match[str]) -> bool:
     line_start = code.rfind("\n", 0, start) + 1
     if not _STATEMENT_HEAD.fullmatch(code, line_start, start) or not _STATEMENT_TAIL.match(code, end):
         return False
-    before = code[:line_start].rstrip()
+    # The line before, within a bounded look back (a long text with many strings costs in
+    # proportion to them).
+    before = code[max(0, line_start - _AROUND) : line_start].rstrip()
     return not before.endswith(_OPEN_EXPRESSION)
 
 
