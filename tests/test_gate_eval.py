@@ -455,6 +455,7 @@ def test_the_plain_split_is_a_stable_hash_disjoint_and_balanced(
         ("heldout13", "cs el fi he hu id ro sv uk vi", 31, "heldout-13"),
         ("heldout14", "bn el fa he id sw ta th uk vi", 25, "heldout-14"),
         ("heldout15", "cs el fa he id ro sv th uk vi", 29, None),
+        ("heldout16", "bn el fa he id ro sv th uk vi", 25, None),
     ],
 )
 def test_the_latest_held_out_sets_are_there_and_scored_once_their_detector_is_committed(
