@@ -59,7 +59,15 @@ from graphmem.policy.prefilter import (
     literal_first,
     top_level,
 )
-from graphmem.policy.text import code_fences, fold, quotations, reader_text, reported, without_invisible
+from graphmem.policy.text import (
+    code_fences,
+    fold,
+    json_document,
+    quotations,
+    reader_text,
+    reported,
+    without_invisible,
+)
 
 __all__ = [
     "CUES",
@@ -789,17 +797,6 @@ def _string_statement(code: str, quote: re.Match[str]) -> bool:
     return not before.endswith(_OPEN_EXPRESSION)
 
 
-def _is_json(text: str) -> bool:
-    """Whether ``text`` is a JSON object or array: data, whose strings are all read (a notebook's
-    cells, a tool's result), not code whose string literals are left out."""
-    if not text.lstrip().startswith(("{", "[")):
-        return False
-    try:
-        return isinstance(json.loads(text), dict | list)
-    except (ValueError, RecursionError):
-        return False
-
-
 def _own_text(text: str) -> str:
     """What the detector scores: what a model reads (invisible characters left out, wrapped lines
     joined), folded, without the quotations the author reports and, in code, string literals other
@@ -816,7 +813,7 @@ def _own_text(text: str) -> str:
         if not _QUOTED_MIN <= quote.end() - quote.start() <= _QUOTED_MAX:
             continue
         if code is None:
-            if _is_json(text):
+            if json_document(text):
                 break
             code = next(islice(_CODE_LINE.finditer(reader), 1, None), None) is not None  # two lines or more
             fences = [] if code else code_fences(reader)

@@ -29,6 +29,7 @@ __all__ = [
     "code_fences",
     "deobfuscate",
     "fold",
+    "json_document",
     "quotations",
     "reader_text",
     "reported",
@@ -488,6 +489,17 @@ def quotations(text: str) -> Iterator[re.Match[str]]:
         yield from _INLINE_QUOTE.finditer(text)
 
 
+def json_document(text: str) -> bool:
+    """Whether ``text`` is a JSON object or array: data, whose strings are values (a notebook's
+    cells, a tool's result), never reported speech nor code's string literals."""
+    if not text.lstrip().startswith(("{", "[")):
+        return False
+    try:
+        return isinstance(json.loads(text), dict | list)
+    except (ValueError, RecursionError):
+        return False
+
+
 def without_reported_quotations(text: str) -> str | None:
     """``text`` with the quotations its author reports in prose blanked out ("the email said
     \"…\"", „…“, «…», 「…」), or ``None`` when it has none or too little prose of its own around
@@ -495,11 +507,8 @@ def without_reported_quotations(text: str) -> str | None:
     attributes, link titles and blockquotes are never reported speech."""
     if not any(mark in text for mark in QUOTE_MARKS):
         return None
-    try:
-        if isinstance(json.loads(text), dict | list):
-            return None
-    except (ValueError, RecursionError):
-        pass
+    if json_document(text):
+        return None
     fences = code_fences(text)
     parts: list[str] = []
     last = quoted = 0
