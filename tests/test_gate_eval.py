@@ -26,6 +26,7 @@ from graphmem.eval.gate_data import (
     PLAIN9,
     PLAIN10,
     PLAIN11,
+    PLAIN12,
     REPO,
     compose,
     handwritten_lines,
@@ -42,6 +43,7 @@ from graphmem.eval.gate_data import (
     plain9_lines,
     plain10_lines,
     plain11_lines,
+    plain12_lines,
     plain_lines,
 )
 from graphmem.policy.text import fold
@@ -206,6 +208,16 @@ def test_report_has_a_row_per_data_set_and_layer_and_a_confusion_table() -> None
     assert json.loads(report.to_json())["results"][0]["attack_blocked"] == 1.0
 
 
+def test_report_marks_the_held_out_sets_the_detector_trains_on() -> None:
+    line = {**ATTACK, "source_trust": "untrusted"}
+    report = run_gate_eval({"heldout-7": [line], "heldout-2": [line]}, ["all"], timing=False)
+    text = report.to_markdown()
+    assert "| heldout-7 (trained on) | all |" in text
+    assert "Confusion, heldout-7 (trained on), all layers:" in text
+    assert "| heldout-2 | all |" in text
+    assert "heldout-2 (trained on)" not in text
+
+
 def test_gate_datasets_find_the_corpus_and_the_held_out_set() -> None:
     found = gate_datasets()
     assert {"corpus", *HELD_OUT} <= set(found)
@@ -297,7 +309,7 @@ _WRITTEN_SETS = {
     **{
         f"plain{n}": directory
         for n, directory in enumerate(
-            (PLAIN2, PLAIN3, PLAIN4, PLAIN5, PLAIN6, PLAIN7, PLAIN8, PLAIN9, PLAIN10, PLAIN11), 2
+            (PLAIN2, PLAIN3, PLAIN4, PLAIN5, PLAIN6, PLAIN7, PLAIN8, PLAIN9, PLAIN10, PLAIN11, PLAIN12), 2
         )
     },
 }
@@ -384,8 +396,9 @@ def test_the_second_plain_set_loads_with_its_categories_languages_carriers_and_p
         (plain9_lines, (750, 600), 0, (10, 75), (35, 31)),
         (plain10_lines, (750, 600), 0, (10, 75), (33, 32)),
         (plain11_lines, (750, 600), 0, (10, 75), (38, 33)),
+        (plain12_lines, (1200, 1140), 180, (10, 120), (33, 31)),
     ],
-    ids=["plain3", "plain4", "plain5", "plain6", "plain7", "plain8", "plain9", "plain10", "plain11"],
+    ids=[f"plain{n}" for n in range(3, 13)],
 )
 def test_the_training_only_plain_sets_load_with_their_categories_and_languages(
     lines_of: Callable[[], list[dict[str, Any]]],

@@ -44,6 +44,7 @@ __all__ = [
     "DATASETS",
     "HELD_OUT",
     "LAYERS",
+    "TRAINED_ON",
     "GateReport",
     "GateResult",
     "gate_datasets",
@@ -145,7 +146,9 @@ def evaluate(
     return result
 
 
-# The frozen held-out sets (never tuned on), by data-set name.
+# The frozen held-out sets, by data-set name: each was written before the detector it tests and read
+# once by it. A set read is a development set from then on, and ``TRAINED_ON`` names those the
+# detector trains on (their rows are training-set figures).
 HELD_OUT = {
     "heldout": REPO / "tests" / "heldout",
     "heldout-2": REPO / "tests" / "heldout2",
@@ -162,6 +165,11 @@ HELD_OUT = {
     "heldout-13": REPO / "tests" / "heldout13",
     "heldout-14": REPO / "tests" / "heldout14",
 }
+# Development held-out sets trained on since injection-lr-20 (their untrusted texts): each has been
+# read once as a clean test, and written from briefs no later set shares. ``heldout`` to ``heldout-3``
+# mark no instruction in their attacks, so their segments cannot be labelled; they stay evaluation
+# data.
+TRAINED_ON = tuple(f"heldout-{n}" for n in range(4, 15))
 DATASETS = ("corpus", "handwritten-dev", "plain-dev", "plain2-dev", "bipia-dev", "generated-dev", *HELD_OUT)
 
 
@@ -273,6 +281,11 @@ def latency(repeat: int = 200) -> dict[str, float]:
     }
 
 
+def _shown(dataset: str) -> str:
+    """A data set's name in a report, marked where the detector trains on it."""
+    return f"{dataset} (trained on)" if dataset in TRAINED_ON else dataset
+
+
 @dataclass
 class GateReport:
     """Every data set under every layer, and the gate's latency."""
@@ -298,11 +311,11 @@ class GateReport:
                 f"/{r.count(label, trust)})"
                 for label, trust in (("attack", "untrusted"), ("benign", "untrusted"), ("benign", "trusted"))
             ]
-            out.append(f"| {r.dataset} | {r.layer} | {' | '.join(cells)} |")
+            out.append(f"| {_shown(r.dataset)} | {r.layer} | {' | '.join(cells)} |")
         for r in self.results:
             if r.layer != "all":
                 continue
-            out += ["", f"Confusion, {r.dataset}, all layers:", ""]
+            out += ["", f"Confusion, {_shown(r.dataset)}, all layers:", ""]
             out += ["| label / trust | accepted | quarantined | rejected |", "|---|---|---|---|"]
             for label, trust in GROUPS:
                 row = r.confusion.get(f"{label}/{trust}")

@@ -76,6 +76,12 @@ A *line* is a mapping with ``text``, ``label`` (``attack`` / ``benign``),
   ``injection-lr-16``; written as training data (``plain11_lines``) but not
   trained on: adding it, at weight 30 or 10, lowered the development sets'
   ranking (docs/eval.md, after ``injection-lr-16``).
+* ``plain12`` — ``graphmem/eval/data/plain12/``: 1,200 injections and
+  1,140 look-alikes (180 trusted, not trained on) from six more domains (a
+  clinic, a law firm's and HR's office, a research group, a freight
+  dispatch office, a letting agency, a newsroom; 33 languages), twelve
+  writers, the briefs of ``tests/heldout16/`` with other domains, after
+  ``injection-lr-19``; training data (``plain12_lines``) from ``injection-lr-20``.
 """
 
 from __future__ import annotations
@@ -103,6 +109,7 @@ __all__ = [
     "PLAIN9",
     "PLAIN10",
     "PLAIN11",
+    "PLAIN12",
     "REPO",
     "WHOLE_PLAIN_SETS",
     "bipia_contexts",
@@ -124,6 +131,7 @@ __all__ = [
     "plain9_lines",
     "plain10_lines",
     "plain11_lines",
+    "plain12_lines",
     "plain_lines",
 ]
 
@@ -133,8 +141,8 @@ REPO = Path(__file__).resolve().parents[2]
 _DATA = Path(__file__).resolve().parent / "data"
 HANDWRITTEN = _DATA / "handwritten"
 PLAIN = _DATA / "plain"
-PLAIN2, PLAIN3, PLAIN4, PLAIN5, PLAIN6, PLAIN7, PLAIN8, PLAIN9, PLAIN10, PLAIN11 = (
-    _DATA / f"plain{n}" for n in range(2, 12)
+PLAIN2, PLAIN3, PLAIN4, PLAIN5, PLAIN6, PLAIN7, PLAIN8, PLAIN9, PLAIN10, PLAIN11, PLAIN12 = (
+    _DATA / f"plain{n}" for n in range(2, 13)
 )
 # Chosen among 5,000 seeds as the one whose split is most even per category, language and trust.
 PLAIN_SEED = 3664
@@ -358,7 +366,7 @@ def plain3_lines(directory: Path = PLAIN3) -> list[Line]:
     return [{**line, "split": "train"} for line in labelled(directory)]
 
 
-# The fourth to eleventh plain sets: training data only, each loaded as the third (``plain3_lines``).
+# The fourth to twelfth plain sets: training data only, each loaded as the third (``plain3_lines``).
 plain4_lines = partial(plain3_lines, PLAIN4)
 plain5_lines = partial(plain3_lines, PLAIN5)
 plain6_lines = partial(plain3_lines, PLAIN6)
@@ -367,6 +375,7 @@ plain8_lines = partial(plain3_lines, PLAIN8)
 plain9_lines = partial(plain3_lines, PLAIN9)
 plain10_lines = partial(plain3_lines, PLAIN10)
 plain11_lines = partial(plain3_lines, PLAIN11)
+plain12_lines = partial(plain3_lines, PLAIN12)
 # Those sets by name, in the order they were written.
 WHOLE_PLAIN_SETS: dict[str, Callable[[], list[Line]]] = {
     "plain3": plain3_lines,
@@ -378,4 +387,5 @@ WHOLE_PLAIN_SETS: dict[str, Callable[[], list[Line]]] = {
     "plain9": plain9_lines,
     "plain10": plain10_lines,
     "plain11": plain11_lines,
+    "plain12": plain12_lines,
 }

@@ -6,7 +6,10 @@ instruction categories of ``gate_data.DEV_CATEGORIES`` left out,
 sets and the whole third to tenth (``graphmem/eval/data/handwritten/``,
 ``plain/`` to ``plain10/``, weighed up: ``PART_WEIGHTS``), their stand-alone
 instructions composed into hand-written look-alikes and into BIPIA's clean
-training emails and tables, and the hand-written variants below. No held-out
+training emails and tables, the hand-written variants below, and the untrusted
+texts of the sets written as exams of the gate: ``plain12`` and the development
+held-out sets (``graphmem.eval.gate.TRAINED_ON``: ``tests/heldout4/`` to
+``tests/heldout14/``, each read once as a clean test before). No other held-out
 set (``tests/heldout*/``) is read.
 Segments that come from an inserted or hand-marked instruction are positives;
 every other segment is a negative.
@@ -31,6 +34,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from graphmem.eval.gate import HELD_OUT, TRAINED_ON
 from graphmem.eval.gate_data import (
     REPO,
     WHOLE_PLAIN_SETS,
@@ -42,6 +46,7 @@ from graphmem.eval.gate_data import (
     handwritten_lines,
     labelled,
     plain2_lines,
+    plain12_lines,
     plain_lines,
 )
 from graphmem.policy.detector import (
@@ -56,7 +61,7 @@ from graphmem.policy.text import code_fences
 
 __all__ = ["PART_WEIGHTS", "VARIANTS", "WHOLE_SETS", "train", "training_texts"]
 
-VERSION = "injection-lr-19"
+VERSION = "injection-lr-20"
 EPOCHS = 400
 GENERATED = 1500
 # Hashed words are weakly regularised, so plain-language wording ("whoever summarises this") counts;
@@ -71,22 +76,30 @@ L2_HASHED, L2_DENSE = 1e-6, 1e-4
 # lowered the development sets' ranking, docs/eval.md).
 WHOLE_SETS = tuple(f"plain{n}" for n in range(3, 11))
 PART_WEIGHTS = {
-    "bipia": 1.0,
+    # BIPIA's composed texts and the generated ones weigh 3: at 1, adding the exam sets below lowered
+    # the ranking of BIPIA's unseen categories (bipia-dev); at 3 it is back (docs/eval.md,
+    # injection-lr-20).
+    "bipia": 3.0,
     # ``tests/corpus/``'s plain overrides ("disregard your prior guidelines") at 10 and 30 both ranked
     # the development sets better than at 1 (docs/eval.md, injection-lr-17); 10 kept more of the
     # hand-written dev half.
     "corpus": 10.0,
-    "generated": 1.0,
+    "generated": 3.0,
     "handwritten": 30.0,
     "plain": 30.0,
     "plain2": 30.0,
     **dict.fromkeys(WHOLE_SETS, 30.0),
-    "variants": 1.0,
+    "variants": 3.0,
     # Hand-written stand-alone instructions inserted into hand-written look-alikes (``_composed``).
     "composed": 30.0,
     # The same instructions inserted into BIPIA's clean training emails and tables
     # (``_composed_in_documents``): 10, 30 and 100 were tried (docs/eval.md, injection-lr-14).
     "composed_bipia": 100.0,
+    # Sets written as exams of the gate (``EXAMS``), like each clean set that follows them: the
+    # development held-out sets (``TRAINED_ON``) and ``plain12``. 30 to 1000 were compared, training on
+    # heldout-5 to -9 and scoring heldout-10 to -14 and back (docs/eval.md, injection-lr-20).
+    "heldout": 50.0,
+    "plain12": 50.0,
 }
 HAND_WRITTEN_PARTS = ("handwritten", "plain", "plain2", *WHOLE_SETS)
 COMPOSE_SEED = 5
@@ -213,7 +226,19 @@ def training_texts(bipia_dir: Path) -> list[tuple[dict[str, Any], set[str] | Non
         out.append(({"text": text, "label": "attack", "source_trust": "untrusted", "part": "variants"}, None))
     for text in BENIGN_VARIANTS:
         out.append(({"text": text, "label": "benign", "source_trust": "untrusted", "part": "variants"}, None))
+    for part, lines in _exams():
+        for line in lines:
+            if line["source_trust"] == "trusted":
+                continue  # a trusted author's orders are not what untrusted text may say
+            instruction = line.get("instruction")
+            out.append(({**line, "part": part}, _instruction_segments(instruction) if instruction else None))
     return out
+
+
+def _exams() -> list[tuple[str, list[dict[str, Any]]]]:
+    """The sets written as exams of the gate, by part: trained on whole (their untrusted texts),
+    as written (their instructions are not composed into other texts)."""
+    return [("plain12", plain12_lines()), *(("heldout", labelled(HELD_OUT[name])) for name in TRAINED_ON)]
 
 
 def _alone(lines: list[dict[str, Any]]) -> list[str]:
