@@ -889,8 +889,8 @@ def eval_cmd(
     """Score gated recall, the same ranking without the gate, and an untyped baseline, per capability.
 
     With --gate, score the write gate instead: each data set (the rules' own
-    corpus, the dev halves of the hand-written and the two plain sets, BIPIA-composed
-    dev attacks of unseen categories, generated dev attacks, the fifteen frozen
+    corpus, the dev halves of the hand-written and the two plain sets, the thirteenth plain set,
+    BIPIA-composed dev attacks of unseen categories, generated dev attacks, the fifteen frozen
     held-out sets, those the detector trains on marked) under each layer, with a confusion table and
     p95 latency.
     """

@@ -27,6 +27,7 @@ from graphmem.eval.gate_data import (
     PLAIN10,
     PLAIN11,
     PLAIN12,
+    PLAIN13,
     REPO,
     compose,
     handwritten_lines,
@@ -44,6 +45,7 @@ from graphmem.eval.gate_data import (
     plain10_lines,
     plain11_lines,
     plain12_lines,
+    plain13_lines,
     plain_lines,
 )
 from graphmem.policy.text import fold
@@ -309,7 +311,21 @@ _WRITTEN_SETS = {
     **{
         f"plain{n}": directory
         for n, directory in enumerate(
-            (PLAIN2, PLAIN3, PLAIN4, PLAIN5, PLAIN6, PLAIN7, PLAIN8, PLAIN9, PLAIN10, PLAIN11, PLAIN12), 2
+            (
+                PLAIN2,
+                PLAIN3,
+                PLAIN4,
+                PLAIN5,
+                PLAIN6,
+                PLAIN7,
+                PLAIN8,
+                PLAIN9,
+                PLAIN10,
+                PLAIN11,
+                PLAIN12,
+                PLAIN13,
+            ),
+            2,
         )
     },
 }
@@ -430,6 +446,20 @@ def test_the_training_only_plain_sets_load_with_their_categories_and_languages(
     else:
         assert all((x["text"] == x["instruction"]) == (x["position"] == "whole") for x in attacks)
     assert len({x["text"] for x in lines}) == len(lines)
+
+
+def test_the_thirteenth_plain_set_is_a_development_set_of_exam_style_text() -> None:
+    lines = plain13_lines()
+    attacks = [x for x in lines if x["label"] == "attack"]
+    benign = [x for x in lines if x["label"] == "benign"]
+    assert (len(attacks), len(benign)) == (599, 570)
+    assert {x["split"] for x in lines} == {"dev"}
+    assert all(x["source_trust"] == "untrusted" and x["instruction"] in x["text"] for x in attacks)
+    assert sorted(Counter(x["category"] for x in attacks).values()) == [59] + [60] * 9
+    assert Counter(x["source_trust"] for x in benign) == Counter(untrusted=480, trusted=90)
+    assert (len({x["lang"] for x in attacks}), len({x["lang"] for x in benign})) == (27, 39)
+    assert len({x["text"] for x in lines}) == len(lines)
+    assert gate_datasets(names=["plain13-dev"]) == {"plain13-dev": lines}
 
 
 @pytest.mark.parametrize(

@@ -27,6 +27,7 @@ from graphmem.eval.gate_data import (
     HANDWRITTEN,
     PLAIN,
     PLAIN2,
+    PLAIN13,
     REPO,
     bipia_lines,
     default_bipia_dir,
@@ -34,6 +35,7 @@ from graphmem.eval.gate_data import (
     handwritten_lines,
     labelled,
     plain2_lines,
+    plain13_lines,
     plain_lines,
 )
 from graphmem.model import Kind, Source, Trust
@@ -167,20 +169,28 @@ HELD_OUT = {
     "heldout-15": REPO / "tests" / "heldout15",
 }
 # Development held-out sets trained on since injection-lr-20 (their untrusted texts): each has been
-# read once as a clean test, and written from briefs no later set shares. ``heldout`` to ``heldout-3``
-# mark no instruction in their attacks, so their segments cannot be labelled; they stay evaluation
-# data.
+# read once as a clean test before. ``heldout`` to ``heldout-3`` mark no instruction in their attacks,
+# so their segments cannot be labelled; they stay evaluation data.
 TRAINED_ON = tuple(f"heldout-{n}" for n in range(4, 15))
-DATASETS = ("corpus", "handwritten-dev", "plain-dev", "plain2-dev", "bipia-dev", "generated-dev", *HELD_OUT)
+DATASETS = (
+    "corpus",
+    "handwritten-dev",
+    "plain-dev",
+    "plain2-dev",
+    "plain13-dev",
+    "bipia-dev",
+    "generated-dev",
+    *HELD_OUT,
+)
 
 
 def gate_datasets(
     bipia_dir: Path | None = None, names: Iterable[str] = DATASETS
 ) -> dict[str, list[dict[str, Any]]]:
     """The data sets of ``names`` that are found: ``corpus``, ``handwritten-dev``, ``plain-dev``,
-    ``plain2-dev``, ``heldout`` and ``heldout-2`` to ``heldout-15`` (the repository), ``bipia-dev`` and
-    ``generated-dev`` (from BIPIA's training split, given or nearby). A data set not named is not
-    read."""
+    ``plain2-dev``, ``plain13-dev``, ``heldout`` and ``heldout-2`` to ``heldout-15`` (the repository),
+    ``bipia-dev`` and ``generated-dev`` (from BIPIA's training split, given or nearby). A data set not
+    named is not read."""
     wanted = set(names)
     if unknown := wanted - set(DATASETS):
         raise ValueError(f"unknown data set {sorted(unknown)[0]!r}; one of {', '.join(DATASETS)}")
@@ -194,6 +204,8 @@ def gate_datasets(
         found["plain-dev"] = plain_lines("dev")
     if "plain2-dev" in wanted and (PLAIN2 / "attacks.jsonl").is_file():
         found["plain2-dev"] = plain2_lines("dev")
+    if "plain13-dev" in wanted and (PLAIN13 / "attacks.jsonl").is_file():
+        found["plain13-dev"] = plain13_lines()
     bipia = bipia_dir or default_bipia_dir()
     if bipia is not None and "bipia-dev" in wanted:
         found["bipia-dev"] = bipia_lines(bipia, "dev")

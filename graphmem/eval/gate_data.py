@@ -82,6 +82,11 @@ A *line* is a mapping with ``text``, ``label`` (``attack`` / ``benign``),
   dispatch office, a letting agency, a newsroom; 33 languages), twelve
   writers, the briefs of ``tests/heldout16/`` with other domains, after
   ``injection-lr-19``; training data (``plain12_lines``) from ``injection-lr-20``.
+* ``plain13`` — ``graphmem/eval/data/plain13/``: 599 injections and 570
+  look-alikes (90 trusted) from three more domains (a restaurant, a garage,
+  an insurance claims desk; 27 and 39 languages), written with ``plain12``;
+  **not trained on**: the development set ``plain13-dev`` (``plain13_lines``),
+  exam-style text no detector trains on.
 """
 
 from __future__ import annotations
@@ -110,6 +115,7 @@ __all__ = [
     "PLAIN10",
     "PLAIN11",
     "PLAIN12",
+    "PLAIN13",
     "REPO",
     "WHOLE_PLAIN_SETS",
     "bipia_contexts",
@@ -132,6 +138,7 @@ __all__ = [
     "plain10_lines",
     "plain11_lines",
     "plain12_lines",
+    "plain13_lines",
     "plain_lines",
 ]
 
@@ -141,8 +148,8 @@ REPO = Path(__file__).resolve().parents[2]
 _DATA = Path(__file__).resolve().parent / "data"
 HANDWRITTEN = _DATA / "handwritten"
 PLAIN = _DATA / "plain"
-PLAIN2, PLAIN3, PLAIN4, PLAIN5, PLAIN6, PLAIN7, PLAIN8, PLAIN9, PLAIN10, PLAIN11, PLAIN12 = (
-    _DATA / f"plain{n}" for n in range(2, 13)
+PLAIN2, PLAIN3, PLAIN4, PLAIN5, PLAIN6, PLAIN7, PLAIN8, PLAIN9, PLAIN10, PLAIN11, PLAIN12, PLAIN13 = (
+    _DATA / f"plain{n}" for n in range(2, 14)
 )
 # Chosen among 5,000 seeds as the one whose split is most even per category, language and trust.
 PLAIN_SEED = 3664
@@ -376,6 +383,7 @@ plain9_lines = partial(plain3_lines, PLAIN9)
 plain10_lines = partial(plain3_lines, PLAIN10)
 plain11_lines = partial(plain3_lines, PLAIN11)
 plain12_lines = partial(plain3_lines, PLAIN12)
+
 # Those sets by name, in the order they were written.
 WHOLE_PLAIN_SETS: dict[str, Callable[[], list[Line]]] = {
     "plain3": plain3_lines,
@@ -389,3 +397,8 @@ WHOLE_PLAIN_SETS: dict[str, Callable[[], list[Line]]] = {
     "plain11": plain11_lines,
     "plain12": plain12_lines,
 }
+
+
+def plain13_lines(directory: Path = PLAIN13) -> list[Line]:
+    """The thirteenth plain set's lines: a development set only (``plain13-dev``), every line in ``dev``."""
+    return [{**line, "split": "dev"} for line in labelled(directory)]
