@@ -17,15 +17,6 @@ from graphmem.eval.gate_data import (
     HANDWRITTEN,
     PLAIN,
     PLAIN2,
-    PLAIN3,
-    PLAIN4,
-    PLAIN5,
-    PLAIN6,
-    PLAIN7,
-    PLAIN8,
-    PLAIN9,
-    PLAIN10,
-    PLAIN11,
     PLAIN12,
     PLAIN13,
     REPO,
@@ -308,27 +299,13 @@ def _text_hashes(path: object) -> set[str]:
 _WRITTEN_SETS = {
     "handwritten": HANDWRITTEN,
     "plain": PLAIN,
-    **{
-        f"plain{n}": directory
-        for n, directory in enumerate(
-            (
-                PLAIN2,
-                PLAIN3,
-                PLAIN4,
-                PLAIN5,
-                PLAIN6,
-                PLAIN7,
-                PLAIN8,
-                PLAIN9,
-                PLAIN10,
-                PLAIN11,
-                PLAIN12,
-                PLAIN13,
-            ),
-            2,
-        )
-    },
+    **{f"plain{n}": PLAIN.with_name(f"plain{n}") for n in range(2, 14)},
 }
+
+
+def test_the_written_sets_checked_are_the_directories_the_loaders_read() -> None:
+    assert [_WRITTEN_SETS[f"plain{n}"] for n in (2, 12, 13)] == [PLAIN2, PLAIN12, PLAIN13]
+    assert all(directory.is_dir() for directory in _WRITTEN_SETS.values())
 
 
 @pytest.mark.parametrize(
