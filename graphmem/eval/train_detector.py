@@ -72,8 +72,9 @@ L2_HASHED, L2_DENSE = 1e-6, 1e-4
 # The hand-written and plain parts are small (about 5,150 attacks and 3,620 look-alikes among 15,200
 # texts) and the only plain-language ones: they weigh 30 times as much per segment (10 and 60
 # were tried for plain3, 10 for plain6, plain7 and plain11, 50 and 20 for them all: docs/eval.md).
-# The training-only plain sets trained on, whole (``plain11`` is written but not trained on: it
-# lowered the development sets' ranking, docs/eval.md).
+# The training-only plain sets trained on, whole, their instructions also composed into other texts
+# (``plain11`` is written but not trained on: it lowered the development sets' ranking, docs/eval.md;
+# ``plain12`` is trained on as written, with the exams below; ``plain13`` is a development set).
 WHOLE_SETS = tuple(f"plain{n}" for n in range(3, 11))
 PART_WEIGHTS = {
     # BIPIA's composed texts and the generated ones weigh 3: at 1, adding the exam sets below lowered
