@@ -101,10 +101,12 @@ def support_runs_out(
     ends: Mapping[str, datetime],
     min_support: int,
     dead: frozenset[str] = frozenset(),
+    dead_sources: frozenset[str] = frozenset(),
 ) -> list[tuple[MemoryRecord, datetime, str]]:
     """Dependents whose support runs out earlier than they are invalidated now, once the
-    records in ``ends`` stop holding at the given times (and ``dead`` ones are forgotten):
-    (record, when its support runs out, the parent whose end ends it), transitively.
+    records in ``ends`` stop holding at the given times (and ``dead`` records and
+    ``dead_sources`` are forgotten): (record, when its support runs out, the parent whose end
+    ends it), transitively: a dependent's new end moves the ends of those derived from it.
 
     Support is recomputed from every parent's end, whatever the order the ends were
     recorded in: the record is invalidated when the last support it needs has ended,
@@ -128,7 +130,7 @@ def support_runs_out(
         for dep in deps:
             rid = dep.record.id
             found = support_ends(
-                dep.record, (states.get(p.id, p) for p in dep.parents), set(dead), min_support
+                dep.record, (states.get(p.id, p) for p in dep.parents), set(dead), min_support, dead_sources
             )
             if found is None:
                 continue

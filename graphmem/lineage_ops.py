@@ -30,7 +30,7 @@ from graphmem._core import StoreCore, bulk, transactional
 from graphmem.backends.base import AddEdge, AppendAudit, Dependent, Op, PriorVersion, UpdateRecord
 from graphmem.errors import ContractViolation, LineageError, NotFound
 from graphmem.importing import plan_import
-from graphmem.lineage import FORGOTTEN, lost_support, support_count, support_ends, support_runs_out
+from graphmem.lineage import FORGOTTEN, lost_support, support_count, support_runs_out
 from graphmem.model import (
     AuditEvent,
     ForgetEntry,
@@ -493,27 +493,26 @@ class LineageOps(StoreCore):
             cascaded = [(r, f"lost support: {cause}") for r, cause in fallen]
             gone = {r.id for r, _ in fallen}
             survivors += [d for d in dependents if d.record.id not in gone and d.record.id not in entries]
-        dead = set(entries) | {r.id for r, _ in cascaded}
+        dead = frozenset(entries) | {r.id for r, _ in cascaded}
         # A survivor whose remaining support is only superseded or invalidated parents stops
-        # holding when the last of them did: it is invalidated from then on.
-        timed: list[Op] = []
-        ends_at: dict[str, datetime] = {}
-        for dep in survivors:
-            ends = support_ends(dep.record, dep.parents, dead, minimum, dead_sources)
-            if ends is not None and (dep.invalidated_at is None or ends[0] < dep.invalidated_at):
-                at, cause = ends
-                ends_at[dep.record.id] = min(at, ends_at.get(dep.record.id, at))
-                timed.append(
-                    AddEdge(
-                        tenant=req.tenant,
-                        label="INVALIDATED_BY",
-                        src=dep.record.id,
-                        dst=cause,
-                        at=at,
-                        reason=f"lost support: {cause} ({req.target} forgotten)",
-                    )
-                )
-        timed += self._cascade_invalidation(req.tenant, ends_at, f"{req.target} forgotten", frozenset(dead))
+        # holding when the last of them did: it is invalidated from then on. The survivors are
+        # settled together, as one may derive from another whose end moves now; then what derives
+        # from them.
+        origin = f"{req.target} forgotten"
+        fallen_at = support_runs_out(survivors, {}, minimum, dead, dead_sources)
+        timed: list[Op] = [
+            AddEdge(
+                tenant=req.tenant,
+                label="INVALIDATED_BY",
+                src=record.id,
+                dst=cause,
+                at=at,
+                reason=f"lost support: {cause} ({origin})",
+            )
+            for record, at, cause in fallen_at
+        ]
+        ends_at = {record.id: at for record, at, _ in fallen_at}
+        timed += self._cascade_invalidation(req.tenant, ends_at, origin, dead)
         return self._apply_forget(req, target_type, now, entries, cascaded, kept, dead_sources, timed)
 
     def _apply_forget(

@@ -202,3 +202,15 @@ def test_every_order_of_ends_gives_the_state_recomputed_from_scratch(
     store: MemoryStore, dag: list[tuple[tuple[int, ...], bool]], script: list[tuple[Any, ...]]
 ) -> None:
     _check(store, dag, script)
+
+
+def test_a_survivor_derived_from_another_survivor_ends_when_that_one_now_ends(store: MemoryStore) -> None:
+    """Found by the property above: r4 derives from r1 and r2, r5 from r0 and r4. r1 is superseded
+    from day 2 and r2 from day 1, so r4 stops holding from day 2 (its last support). Revoking r0
+    revokes r1 too: r4 is left with r2 alone and stops holding from day 1, and so must r5, whose
+    other parent is gone. Both survive the revocation; r5's end was computed from r4's old one."""
+    dag = [((), True), ((0,), False), ((), True), ((), True), ((1, 2), False), ((0, 4), False)]
+    _check(store, dag, [("supersede", 1, 2), ("supersede", 2, 1), ("forget", 0, ForgetMode.REVOKE)])
+    # The same along a chain, erased instead of revoked.
+    chain = [((), True), ((0,), False), ((), True), ((1, 2), False), ((0, 3), False), ((0, 4), False)]
+    _check(store, chain, [("supersede", 1, 3), ("supersede", 2, 1), ("forget", 0, ForgetMode.ERASE)])
