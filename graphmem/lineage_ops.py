@@ -58,7 +58,7 @@ from graphmem.ranking import forget_cached_terms
 if TYPE_CHECKING:
     from graphmem.model.lineage import TargetType
 
-__all__ = ["LineageOps"]
+__all__ = ["LineageOps", "invalidation_edges"]
 
 _OPS: TypeAdapter[Op] = TypeAdapter(Op)
 _STATUS_BY_MODE = {ForgetMode.RELEASE: Status.RELEASED, ForgetMode.REVOKE: Status.REVOKED}
@@ -88,17 +88,7 @@ class LineageOps(StoreCore):
         if not ends:
             return []
         fallen = support_runs_out(self.backend.downstream(tenant, sorted(ends)), ends, self.min_support, dead)
-        return [
-            AddEdge(
-                tenant=tenant,
-                label="INVALIDATED_BY",
-                src=record.id,
-                dst=cause,
-                at=at,
-                reason=f"lost support: {cause} ({origin})",
-            )
-            for record, at, cause in fallen
-        ]
+        return invalidation_edges(tenant, fallen, origin)
 
     def _superseded_by(self, tenant: str, record_id: str) -> str | None:
         """A record superseding ``record_id``, if any: one seek where the backend has it
@@ -500,17 +490,7 @@ class LineageOps(StoreCore):
         # from them.
         origin = f"{req.target} forgotten"
         fallen_at = support_runs_out(survivors, {}, minimum, dead, dead_sources)
-        timed: list[Op] = [
-            AddEdge(
-                tenant=req.tenant,
-                label="INVALIDATED_BY",
-                src=record.id,
-                dst=cause,
-                at=at,
-                reason=f"lost support: {cause} ({origin})",
-            )
-            for record, at, cause in fallen_at
-        ]
+        timed = invalidation_edges(req.tenant, fallen_at, origin)
         ends_at = {record.id: at for record, at, _ in fallen_at}
         timed += self._cascade_invalidation(req.tenant, ends_at, origin, dead)
         return self._apply_forget(req, target_type, now, entries, cascaded, kept, dead_sources, timed)
@@ -735,3 +715,22 @@ class LineageOps(StoreCore):
             if compact is not None:
                 compact()
         return len(ops)
+
+
+def invalidation_edges(
+    tenant: str, fallen: Iterable[tuple[MemoryRecord, datetime, str]], origin: str | None = None
+) -> list[Op]:
+    """An INVALIDATED_BY edge for each record whose support runs out: from when, to the parent
+    whose end ends it, with the change that caused it (``origin``) in its reason."""
+    why = f" ({origin})" if origin else ""
+    return [
+        AddEdge(
+            tenant=tenant,
+            label="INVALIDATED_BY",
+            src=record.id,
+            dst=cause,
+            at=at,
+            reason=f"lost support: {cause}{why}",
+        )
+        for record, at, cause in fallen
+    ]

@@ -33,7 +33,6 @@ from graphmem._args import (
 )
 from graphmem._core import RECALL_ATTEMPTS, bulk, transactional
 from graphmem.backends.base import (
-    AddEdge,
     AppendAudit,
     Backend,
     Op,
@@ -47,7 +46,7 @@ from graphmem.errors import ConflictError, ContractViolation, LineageError, NotF
 from graphmem.gate_cache import DEFAULT_CANDIDATES, GateCache
 from graphmem.gated import Gated, RankedOutcomes, Verdicts, ViewGate
 from graphmem.lineage import FORGOTTEN, support_count, support_ends
-from graphmem.lineage_ops import LineageOps
+from graphmem.lineage_ops import LineageOps, invalidation_edges
 from graphmem.model import (
     AuditEvent,
     Decision,
@@ -452,16 +451,7 @@ class MemoryStore(LineageOps, WriteGateOps):
             if ends is not None:
                 at, cause = ends
                 ends_at[record.id] = at
-                edges.append(
-                    AddEdge(
-                        tenant=tenant,
-                        label="INVALIDATED_BY",
-                        src=record.id,
-                        dst=cause,
-                        at=at,
-                        reason=f"lost support: {cause}",
-                    )
-                )
+                edges += invalidation_edges(tenant, [(record, at, cause)])
         return edges
 
     def _check_procedure_evidence(self, tenant: str, group: list[MemoryRecord]) -> None:
