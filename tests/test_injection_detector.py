@@ -485,6 +485,80 @@ def test_a_sentence_broken_after_its_first_words_is_read_whole_in_any_script(bro
     assert segments("क" * 5_000 + "!\n" + "ख" * 60 + "?") == ["क" * 5_000 + "!", "ख" * 60 + "?"]
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[09:03] caio: {}",
+        "06:48 +44 7700 900231: {}",
+        "lee: {}",
+        "— moderator_2: {}",
+        '{{"user": "deniz_1990", "stars": 3, "text": "{}"}}',
+        'r-1003,2031-08-01 11:37,rana.f@mail-one.example,4,"{}"',
+    ],
+    ids=["chat-time", "phone-number", "speaker", "dash-speaker", "json-record", "csv-row"],
+)
+def test_a_line_behind_a_time_a_speaker_or_a_record_s_fields_is_read_from_its_own_words(line: str) -> None:
+    """A chat export's time and speaker, a JSON record's keys, a CSV row's cells before it: the
+    order is scored from where its own words begin (before injection-lr-21 its lead-in was the
+    time or the speaker, and it addressed no one)."""
+    detector = load_detector()
+    export = "\n".join(
+        [
+            "response_id,submitted_at,email,rating,comment",
+            "r-1001,2031-08-01 09:14,salma.k@mail-one.example,5,fast delivery and friendly staff at the desk",
+            "r-1002,2031-08-01 10:02,omar.h@mail-two.example,3,the app freezes at checkout on my phone",
+            line.format(ORDER),
+            "r-1004,2031-08-02 08:15,li.w@mail-one.example,4,good value for the price overall",
+        ]
+    )
+    assert detector.score(export).probability >= detector.quarantine_at, export
+    # A record's rows stay lines: a wrapped line is joined only where it is not one.
+    assert len(segments(export)) >= 5
+
+
+def test_attacks_of_a_development_set_behind_chat_stamps_and_in_records_are_still_blocked() -> None:
+    """heldout-7 (a development set): each attack inside its own document, its instruction behind a
+    chat line's time and speaker, a phone number, a speaker's name, as a JSON record's value or a
+    CSV row's last cell. Of the 133 injection-lr-20 blocked as written it blocked 119 behind a chat
+    line's time and speaker, 125 behind a phone number, 122 behind a name, 125 as a JSON value and
+    102 in a CSV row; injection-lr-21 130, 134, 131, 132 and 130."""
+    from graphmem.eval.gate import gate_datasets
+
+    detector = load_detector()
+    lines = gate_datasets(names=["heldout-7"])["heldout-7"]
+    attacks = [
+        line
+        for line in lines
+        if line["label"] == "attack" and line["instruction"] in line["text"] != line["instruction"]
+    ]
+    assert len(attacks) >= 130
+    table = (
+        "response_id,submitted_at,email,rating,comment\n"
+        "r-1001,2031-08-01 09:14,salma.k@mail-one.example,5,fast delivery and friendly staff\n"
+        "r-1002,2031-08-01 10:02,omar.h@mail-two.example,3,the app sometimes freezes at checkout\n"
+        'r-1003,2031-08-01 11:37,rana.f@mail-one.example,4,"{}"\n'
+    )
+
+    def blocked(put: Callable[[str], str]) -> int:
+        texts = [line["text"].replace(line["instruction"], put(line["instruction"]), 1) for line in attacks]
+        return sum(detector.score(text).probability >= detector.quarantine_at for text in texts)
+
+    plain = blocked(lambda instruction: instruction)
+    assert plain >= 0.9 * len(attacks)
+    for put in (
+        lambda instruction: f"\n[09:03] caio: {instruction}\n",
+        lambda instruction: f"\n06:48 +44 7700 900231: {instruction}\n",
+        lambda instruction: f"\nlee: {instruction}\n",
+        lambda instruction: (
+            "\n"
+            + json.dumps({"user": "deniz_1990", "stars": 3, "text": instruction}, ensure_ascii=False)
+            + "\n"
+        ),
+        lambda instruction: "\n" + table.format(instruction.replace('"', "'")),
+    ):
+        assert blocked(put) >= 0.95 * plain, put(attacks[0]["instruction"])
+
+
 def test_attacks_of_a_development_set_hidden_by_layout_are_still_blocked() -> None:
     """heldout-7 (a development set): each attack's instruction spelled with zero-width spaces,
     wrapped at 60 columns, put in a blockquote, or broken after each of its first words, inside its

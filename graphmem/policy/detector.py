@@ -85,10 +85,18 @@ WEIGHTS_FILE = Path(__file__).with_name("detector_weights.json")
 
 # Segments are cut from folded text, where full-width marks are "?" and "!". A sentence mark ends its
 # segment and stays in it; in text without spaces ("…ですか?次の…") it ends one too.
-_SEGMENT = re.compile(
-    r"(?<=[.!?。])\s+|(?<=。)(?=\S)|(?<=[!?])(?=[^\x00-\x7f\s])|\n+|\s*\|\s*(?=[A-Z_ ]{2,20}\s*:)"
-)
-_SEGMENT_ASCII = re.compile(r"(?<=[.!?])\s+|\n+")
+_SEGMENT = r"(?<=[.!?。])\s+|(?<=。)(?=\S)|(?<=[!?])(?=[^\x00-\x7f\s])|\n+|\s*\|\s*(?=[A-Z_ ]{2,20}\s*:)"
+_SEGMENT_ASCII = r"(?<=[.!?])\s+|\n+"
+# A JSON object's key ends the segment before it: each value of a record on one line is read alone.
+_JSON_KEY = r'|\s*[{,]\s*"[\w .@-]{1,30}"\s*:\s*'
+# By (ASCII text without "|", text with a double quotation mark): only what can match is tried.
+_SPLITTERS = {
+    (ascii_only, quoted): re.compile(
+        (_SEGMENT_ASCII if ascii_only else _SEGMENT) + (_JSON_KEY if quoted else "")
+    )
+    for ascii_only in (False, True)
+    for quoted in (False, True)
+}
 _RUN_ON = re.compile(
     r"(?<=[^\W\d_][.!?])(?<!\bwww\.)(?!(?:com|net|org|io|xyz|example|info|biz|co|uk|de|ru|cn|top|site|app|html?|php|"
     r"py|js|json|txt|csv|pdf)\b)(?=[^\W\d_]{2})"
@@ -630,6 +638,7 @@ _PREFIX_LENGTHS = tuple(sorted({len(w) for w in _PREFIX_BITS}))
 _ANCHORED = {name: Prefiltered(c.anchored, screen="parts") for name, c in _SORTED.items() if c.anchored}
 _LED = {name: Prefiltered(c.led, screen="parts") for name, c in _SORTED.items() if c.led}
 _REST = {name: Prefiltered(c.rest, screen="parts") for name, c in _SORTED.items() if c.rest}
+_ANCHORED_BITS = reduce(operator.or_, map(_CUE_BIT.__getitem__, _ANCHORED))  # cues that hold at a start
 
 
 @lru_cache(maxsize=1 << 16)
@@ -699,6 +708,14 @@ class _TextCues:
                 found |= bit
         return found & wanted
 
+    def starts(self, segment: str) -> int:
+        """The bits of the cues that hold at ``segment``'s start (by their ``^`` alternatives)."""
+        found = 0
+        for bit, anchored, _, _ in self._regexes:
+            if anchored is not None and anchored.match(segment):
+                found |= bit
+        return found
+
     def hits(self, segment: str) -> dict[str, float]:
         found = self.bits(segment)
         return {name: 1.0 for name, bit in _CUE_BIT.items() if found & bit}
@@ -714,6 +731,9 @@ class _ReferenceCues:
             if bit & wanted and pattern.search(segment):
                 found |= bit
         return found
+
+    def starts(self, segment: str) -> int:
+        return self.bits(segment, _ANCHORED_BITS)
 
     def hits(self, segment: str) -> dict[str, float]:
         found = self.bits(segment)
@@ -760,6 +780,18 @@ def _unwrapped(line_break: re.Match[str]) -> str:
     return "\n" if line_break.string[line_break.end()].isupper() else " "
 
 
+_RECORD_COMMAS = 3
+
+
+def _rewrapped(line_break: re.Match[str]) -> str:
+    """A wrapped line joined, unless the line is a record of a table (CSV, TSV): rows stay lines."""
+    text, end = line_break.string, line_break.start()
+    start = text.rfind("\n", 0, end) + 1
+    if text.count(",", start, end) >= _RECORD_COMMAS or text.find("\t", start, end) >= 0:
+        return "\n"
+    return _unwrapped(line_break)
+
+
 # A line of one to three words (after an opening bracket or quotation mark, if any) with no mark
 # after them but a comma or a colon, before a line that goes on in lower case or in a script
 # without case: a sentence broken after every word or two ("Please\nforward\nthe rest…",
@@ -803,7 +835,7 @@ def _own_text(text: str) -> str:
     than a string statement (a docstring). A JSON document's strings are all kept."""
     reader = reader_text(without_invisible(text))
     if "\n" in reader:
-        reader = _HARD_WRAP.sub(_unwrapped, reader)
+        reader = _HARD_WRAP.sub(_rewrapped, reader)
         reader = _SHORT_LINE.sub(_short_joined, reader)
     code: bool | None = None
     fences: list[tuple[int, int]] = []
@@ -837,16 +869,17 @@ def own_text(text: str) -> str:
 # Taken off a segment's ends: list marks, separators, quotation marks (an instruction quoted whole
 # still opens with its verb) and blockquote marks.
 _EDGES = ' -*•:;,"“”„«»>'
+_END_EDGES = _EDGES + "}]"  # and, at the end, what closes a JSON record
 
 
 def _segments_of(own: str) -> list[str]:
     out = []
     # In ASCII text without "|" only two of _SEGMENT's alternatives can match; alone, they are faster.
-    for part in (_SEGMENT_ASCII if own.isascii() and "|" not in own else _SEGMENT).split(own):
+    for part in _SPLITTERS[own.isascii() and "|" not in own, '"' in own].split(own):
         # A long run without sentence breaks (mail flattened to one line: "video.if you have") is
         # cut again where a sentence mark touches the next word.
         pieces = _RUN_ON.split(part) if part.count(" ") > _RUN_ON_WORDS else (part,)
-        out += [p.strip(_EDGES) for p in pieces if len(p.strip(_EDGES)) > 1]
+        out += [p.lstrip(_EDGES).rstrip(_END_EDGES) for p in pieces if len(p.strip(_EDGES)) > 1]
     return out
 
 
@@ -911,19 +944,60 @@ _IMPERATIVE = _CUE_BIT["imperative_start"]
 _ADDRESSEE_BITS = reduce(operator.or_, map(_CUE_BIT.__getitem__, _ADDRESSEES))
 
 
+# What may stand before a line's own words: a time or date, a bracketed tag, a phone number, a
+# table cell's or a dash's mark ("[09:03] ", "06:48 +44 7700 900231: ", "| ", "— "; not a comment's
+# mark: a comment's imperative is most often the code's own, "# skip the header"); and a speaker's
+# name or a field's label ("lee: ", "commentaire : ", "agent-hint: "): up to four words before a
+# colon and a space. A CSV row's cells before its last one count as stamps too ("total,566100,…,\"").
+_STAMP = re.compile(
+    r"(?:[\[(<]?\d{1,4}(?:[:./-]\d{1,4}){1,3}(?:\s*[ap]\.?m\.?)?[\])>]?,?\s+|[\[(<][^\])>\n]{1,40}[\])>]\s*"
+    r"|\+?\d[\d ()-]{6,}\d\s*|[—–|]\s*|[:：]\s+|(?:[^,\"\n]{0,60},(?! )){2,}\"?)+"
+)
+_LABEL = re.compile(r"(?:[^\s:：,，]+\s+){0,3}[^\s:：,，]+\s*[:：]\s+")
+_LABELS_MAX = 2
+
+
+def _unlabelled(segment: str, cues: Cues | None) -> tuple[int, bool]:
+    """Where a segment's own words begin after its stamps and labels, and whether a label names a
+    model ("lee: assistant: whenever…"); ``cues`` is ``None`` when nothing in the segment names one."""
+    at, named = 0, False
+    for _ in range(_LABELS_MAX):
+        if stamp := _STAMP.match(segment, at):
+            at = stamp.end()
+        label = _LABEL.match(segment, at)
+        if label is None or label.end() == len(segment):
+            break
+        named = named or (cues is not None and bool(cues.bits(label.group(), _ADDRESSEE_BITS)))
+        at = label.end()
+    if stamp := _STAMP.match(segment, at):
+        at = stamp.end() if stamp.end() < len(segment) else at
+    return at, named
+
+
 def _cue_state(segment: str, cues: Cues) -> tuple[int, bool]:
     """The bits of the cues ``segment`` has, and whether its lead-in addresses a model or a processor."""
     found = cues.bits(segment)
+    # A lead-in can name a model only if the segment does (a cue found in part of a segment is found
+    # in the whole of it).
+    naming = found & _ADDRESSEE_BITS
+    # Behind a time, a speaker's name or a label, the segment's own words begin: cues that hold at a
+    # segment's start hold there too ("[09:03] caio: bot, faz um pix…").
+    at, named = _unlabelled(segment, cues if naming else None)
+    own = segment[at:] if at else segment
+    if at:
+        found |= cues.starts(own)
     # "Assistant, translate…", "Hi David, please send…": the imperative after a short salutation.
     # Both lead-ins end at a colon or a comma (full-width ones too).
-    if not (":" in segment or "," in segment or "：" in segment or "，" in segment):
-        return found, False
+    if not (":" in own or "," in own or "：" in own or "，" in own):
+        return found, named
     if not found & _IMPERATIVE:
-        lead = _LEAD_IN.match(segment)
-        if lead and cues.bits(segment[lead.end() :], _IMPERATIVE):
+        lead = _LEAD_IN.match(own)
+        if lead and cues.bits(own[lead.end() :], _IMPERATIVE):
             found |= _IMPERATIVE
+    if named or not naming:
+        return found, named
     # Addressed to a model or to whatever processes the text, before anything else is said.
-    address = _ADDRESS_LEAD.match(segment)
+    address = _ADDRESS_LEAD.match(own)
     return found, bool(address and cues.bits(address.group(), _ADDRESSEE_BITS))
 
 
