@@ -127,6 +127,12 @@ class StoreCore:
     max_query_chars: int
     _gate_cache: GateCache
 
+    @property
+    def _needed_support(self) -> int:
+        """The live supports a derived record needs to hold: ``min_support``, and at least one on
+        every path (SPEC §5: a derived record that loses its support is taken out of use)."""
+        return max(self.min_support, 1)
+
     def _apply(self, ops: Sequence[Op]) -> None:
         """Apply ``ops`` as one batch, each lineage change, scope nesting and scope relation
         stamped with the time the store records it (its knowledge time; an import keeps the

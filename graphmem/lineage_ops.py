@@ -87,7 +87,9 @@ class LineageOps(StoreCore):
         runs out earlier than it is invalidated now, once those stop holding at their times."""
         if not ends:
             return []
-        fallen = support_runs_out(self.backend.downstream(tenant, sorted(ends)), ends, self.min_support, dead)
+        fallen = support_runs_out(
+            self.backend.downstream(tenant, sorted(ends)), ends, self._needed_support, dead
+        )
         return invalidation_edges(tenant, fallen, origin)
 
     def _superseded_by(self, tenant: str, record_id: str) -> str | None:
@@ -455,9 +457,7 @@ class LineageOps(StoreCore):
             dead_sources = frozenset({req.target})
             citing = self.backend.citing_ids(req.tenant, req.target)  # support_of loads the records
             for dep in self.backend.support_of(req.tenant, citing):
-                if support_count(dep.record, dep.parents, set(), None, dead_sources) < max(
-                    self.min_support, 1
-                ):
+                if support_count(dep.record, dep.parents, set(), None, dead_sources) < self._needed_support:
                     entries[dep.record.id] = (dep.record, f"lost support: source {req.target}")
                 else:
                     kept.append(dep.record)
@@ -476,7 +476,7 @@ class LineageOps(StoreCore):
             i: e for i, e in entries.items() if e[0].status not in FORGOTTEN or req.mode is ForgetMode.ERASE
         }
         cascaded: list[tuple[MemoryRecord, str]] = []
-        minimum = max(self.min_support, 1)
+        minimum = self._needed_support
         if req.cascade and entries:
             dependents = self.backend.downstream(req.tenant, sorted(entries))
             fallen = lost_support(dependents, entries, at=None, min_support=minimum)

@@ -423,7 +423,7 @@ class MemoryStore(LineageOps, WriteGateOps):
         in_batch = {r.id: r for r in group}
         outside = sorted({p for r in group for p in r.derived_from if p not in in_batch})
         states = self._parent_states(tenant, outside)
-        minimum = max(self.min_support, 1)
+        minimum = self._needed_support
         ends_at: dict[str, datetime] = {}
         edges: list[Op] = []
         for record in _parents_first(group):

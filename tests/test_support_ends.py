@@ -12,6 +12,7 @@ import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -20,6 +21,7 @@ from graphmem import (
     ForgetMode,
     ForgetRequest,
     Kind,
+    LineageError,
     MemoryRecord,
     MemoryStore,
     ReadContext,
@@ -214,3 +216,22 @@ def test_a_survivor_derived_from_another_survivor_ends_when_that_one_now_ends(st
     # The same along a chain, erased instead of revoked.
     chain = [((), True), ((0,), False), ((), True), ((1, 2), False), ((0, 3), False), ((0, 4), False)]
     _check(store, chain, [("supersede", 1, 3), ("supersede", 2, 1), ("forget", 0, ForgetMode.ERASE)])
+
+
+def test_a_store_asking_for_no_support_still_ends_a_record_whose_only_support_ends(
+    store: MemoryStore, tenant: str
+) -> None:
+    """``min_support=0`` is read as 1 on every path: forget already did (a derived record that loses
+    its last support is taken out of use, SPEC §5), while a supersession or an invalidation of the
+    last parent left its dependents holding for ever."""
+    timed = MemoryStore(store.backend, clock=lambda: at_day(12, 1), min_support=0)
+    timed.add_many([claim(tenant, p, (), True) for p in "AB"] + [claim(tenant, "D", ("A",), False)])
+    timed.add_many([claim(tenant, "E", ("B",), False), claim(tenant, "F", ("E",), False)])
+    timed.supersede(tenant, "A", claim(tenant, "A2", (), True, at_day(6, 28)), reason="new version")
+    timed.invalidate(tenant, "B", by="src-B", reason="retracted", at=at_day(3, 4))
+    assert end_of(timed, tenant, "D") == at_day(6, 28)
+    assert end_of(timed, tenant, "E") == at_day(3, 4)
+    assert end_of(timed, tenant, "F") == at_day(3, 4)
+    # A record written after its only parent ended is refused, as with the default minimum.
+    with pytest.raises(LineageError, match="insufficient_support"):
+        timed.add(claim(tenant, "G", ("B",), False))
