@@ -986,18 +986,22 @@ def test_rot13_views_turned_from_the_plain_ones_equal_those_undone_directly_on_r
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.text(alphabet="ab .!?\n\t\x0b\x1c|:AB_\u3002\uff1f", max_size=80))
+@given(st.text(alphabet='ab .!?\n\t\x0b\x1c|:AB_\u3002\uff1f"{},]', max_size=80))
 def test_ascii_segment_breaks_are_the_whole_patterns_breaks(text: str) -> None:
-    expected = detector_mod._SEGMENT.split(text)
+    """The splitter for ASCII text without "|" breaks where the whole pattern does, with and without
+    a JSON record's keys (tried only in text with a double quotation mark)."""
+    quoted = '"' in text
+    expected = detector_mod._SPLITTERS[False, quoted].split(text)
     if text.isascii() and "|" not in text:
-        assert detector_mod._SEGMENT_ASCII.split(text) == expected
+        assert detector_mod._SPLITTERS[True, quoted].split(text) == expected
+    if not quoted:
+        assert detector_mod._SPLITTERS[False, True].split(text) == expected
+    edges = ' -*•:;,"“”„«»>'
     assert detector_mod._segments_of(text) == [
-        p
+        q.lstrip(edges).rstrip(edges + "}]")
         for part in expected
-        for p in (
-            (q.strip(" -*•:;,") for q in detector_mod._RUN_ON.split(part))
-            if part.count(" ") > detector_mod._RUN_ON_WORDS
-            else (part.strip(" -*•:;,"),)
+        for q in (
+            detector_mod._RUN_ON.split(part) if part.count(" ") > detector_mod._RUN_ON_WORDS else (part,)
         )
-        if len(p) > 1
+        if len(q.strip(edges)) > 1
     ]
