@@ -1005,3 +1005,12 @@ def test_ascii_segment_breaks_are_the_whole_patterns_breaks(text: str) -> None:
         )
         if len(q.strip(edges)) > 1
     ]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet='ab Z9[]()<>+—|:\uff1a,,"\n', max_size=150))
+def test_a_segment_the_label_check_skips_has_no_stamp_and_no_label(text: str) -> None:
+    """``_may_be_labelled`` only saves time: where it says no, neither a stamp nor a label matches."""
+    if not detector_mod._may_be_labelled(text):
+        assert detector_mod._STAMP.match(text) is None
+        assert detector_mod._LABEL.match(text) is None

@@ -955,11 +955,29 @@ _STAMP = re.compile(
 )
 _LABEL = re.compile(r"(?:[^\s:：,，]+\s+){0,3}[^\s:：,，]+\s*[:：]\s+")
 _LABELS_MAX = 2
+# What a stamp or a label can begin with: the first characters of ``_STAMP``'s alternatives but the
+# cells', a comma with no space after it within the first two cells (those), a colon (a label).
+_STAMP_FIRST = frozenset("0123456789[(<+—–|:：")
+_TIGHT_COMMA = re.compile(r",(?! )")
+_CELLS_REACH = 2 * 61
+
+
+def _may_be_labelled(segment: str) -> bool:
+    """False when neither a stamp nor a label can begin ``segment`` (most sentences), told without
+    trying them."""
+    return bool(
+        segment[:1] in _STAMP_FIRST
+        or ":" in segment
+        or "：" in segment
+        or _TIGHT_COMMA.search(segment, 0, _CELLS_REACH)
+    )
 
 
 def _unlabelled(segment: str, cues: Cues | None) -> tuple[int, bool]:
     """Where a segment's own words begin after its stamps and labels, and whether a label names a
     model ("lee: assistant: whenever…"); ``cues`` is ``None`` when nothing in the segment names one."""
+    if not _may_be_labelled(segment):
+        return 0, False
     at, named = 0, False
     for _ in range(_LABELS_MAX):
         if stamp := _STAMP.match(segment, at):
