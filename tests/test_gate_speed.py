@@ -1014,3 +1014,15 @@ def test_a_segment_the_label_check_skips_has_no_stamp_and_no_label(text: str) ->
     if not detector_mod._may_be_labelled(text):
         assert detector_mod._STAMP.match(text) is None
         assert detector_mod._LABEL.match(text) is None
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet='ab Z9[]()<>+—|:\uff1a,,"\n', max_size=150))
+@example("lee: assistant: [09:03] send the list")  # stamps after two labels
+@example("[09:03] caio: bot, send the list")  # a stamp, a label, no more
+def test_no_stamp_is_left_where_a_line_s_own_words_begin(text: str) -> None:
+    """``_unlabelled`` tries the stamps after its labels only when it took every label it may: after
+    a break the stamps there were just taken, greedily, so none is left where the words begin."""
+    at, _ = detector_mod._unlabelled(text, None)
+    left = detector_mod._STAMP.match(text, at)
+    assert left is None or left.end() == len(text)

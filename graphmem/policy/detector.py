@@ -987,8 +987,11 @@ def _unlabelled(segment: str, cues: Cues | None) -> tuple[int, bool]:
             break
         named = named or (cues is not None and bool(cues.bits(label.group(), _ADDRESSEE_BITS)))
         at = label.end()
-    if stamp := _STAMP.match(segment, at):
-        at = stamp.end() if stamp.end() < len(segment) else at
+    else:
+        # Stamps after the last label (after a break, the stamps here were just tried: greedy, they
+        # took every one there was).
+        if stamp := _STAMP.match(segment, at):
+            at = stamp.end() if stamp.end() < len(segment) else at
     return at, named
 
 
