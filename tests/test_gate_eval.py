@@ -19,6 +19,7 @@ from graphmem.eval.gate_data import (
     PLAIN2,
     PLAIN12,
     PLAIN13,
+    PLAIN14,
     REPO,
     compose,
     handwritten_lines,
@@ -37,6 +38,7 @@ from graphmem.eval.gate_data import (
     plain11_lines,
     plain12_lines,
     plain13_lines,
+    plain14_lines,
     plain_lines,
 )
 from graphmem.policy.text import fold
@@ -299,12 +301,12 @@ def _text_hashes(path: object) -> set[str]:
 _WRITTEN_SETS = {
     "handwritten": HANDWRITTEN,
     "plain": PLAIN,
-    **{f"plain{n}": PLAIN.with_name(f"plain{n}") for n in range(2, 14)},
+    **{f"plain{n}": PLAIN.with_name(f"plain{n}") for n in range(2, 15)},
 }
 
 
 def test_the_written_sets_checked_are_the_directories_the_loaders_read() -> None:
-    assert [_WRITTEN_SETS[f"plain{n}"] for n in (2, 12, 13)] == [PLAIN2, PLAIN12, PLAIN13]
+    assert [_WRITTEN_SETS[f"plain{n}"] for n in (2, 12, 13, 14)] == [PLAIN2, PLAIN12, PLAIN13, PLAIN14]
     assert all(directory.is_dir() for directory in _WRITTEN_SETS.values())
 
 
@@ -390,8 +392,9 @@ def test_the_second_plain_set_loads_with_its_categories_languages_carriers_and_p
         (plain10_lines, (750, 600), 0, (10, 75), (33, 32)),
         (plain11_lines, (750, 600), 0, (10, 75), (38, 33)),
         (plain12_lines, (1200, 1140), 180, (10, 120), (33, 31)),
+        (plain14_lines, (600, 570), 90, (10, 60), (26, 31)),
     ],
-    ids=[f"plain{n}" for n in range(3, 13)],
+    ids=[f"plain{n}" for n in (*range(3, 13), 14)],
 )
 def test_the_training_only_plain_sets_load_with_their_categories_and_languages(
     lines_of: Callable[[], list[dict[str, Any]]],

@@ -87,6 +87,12 @@ A *line* is a mapping with ``text``, ``label`` (``attack`` / ``benign``),
   an insurance claims desk; 27 and 39 languages), written with ``plain12``;
   **not trained on**: the development set ``plain13-dev`` (``plain13_lines``),
   exam-style text no detector trains on.
+* ``plain14`` — ``graphmem/eval/data/plain14/``: 600 injections and 570
+  look-alikes (90 trusted, not trained on) from three more domains (a
+  veterinary practice, a bookkeeping and tax firm, a hotel; 26 and 31
+  languages), six writers, ``plain12``'s briefs with other domains, after
+  ``injection-lr-21``; training data (``plain14_lines``) from
+  ``injection-lr-22``.
 """
 
 from __future__ import annotations
@@ -116,6 +122,7 @@ __all__ = [
     "PLAIN11",
     "PLAIN12",
     "PLAIN13",
+    "PLAIN14",
     "REPO",
     "WHOLE_PLAIN_SETS",
     "bipia_contexts",
@@ -139,6 +146,7 @@ __all__ = [
     "plain11_lines",
     "plain12_lines",
     "plain13_lines",
+    "plain14_lines",
     "plain_lines",
 ]
 
@@ -148,9 +156,21 @@ REPO = Path(__file__).resolve().parents[2]
 _DATA = Path(__file__).resolve().parent / "data"
 HANDWRITTEN = _DATA / "handwritten"
 PLAIN = _DATA / "plain"
-PLAIN2, PLAIN3, PLAIN4, PLAIN5, PLAIN6, PLAIN7, PLAIN8, PLAIN9, PLAIN10, PLAIN11, PLAIN12, PLAIN13 = (
-    _DATA / f"plain{n}" for n in range(2, 14)
-)
+(
+    PLAIN2,
+    PLAIN3,
+    PLAIN4,
+    PLAIN5,
+    PLAIN6,
+    PLAIN7,
+    PLAIN8,
+    PLAIN9,
+    PLAIN10,
+    PLAIN11,
+    PLAIN12,
+    PLAIN13,
+    PLAIN14,
+) = (_DATA / f"plain{n}" for n in range(2, 15))
 # Chosen among 5,000 seeds as the one whose split is most even per category, language and trust.
 PLAIN_SEED = 3664
 # Among 5,000 seeds, the most even of those that put each category and language of ten lines or
@@ -373,7 +393,8 @@ def plain3_lines(directory: Path = PLAIN3) -> list[Line]:
     return [{**line, "split": "train"} for line in labelled(directory)]
 
 
-# The fourth to twelfth plain sets: training data only, each loaded as the third (``plain3_lines``).
+# The fourth to twelfth and the fourteenth plain sets: training data only, each loaded as the third
+# (``plain3_lines``).
 plain4_lines = partial(plain3_lines, PLAIN4)
 plain5_lines = partial(plain3_lines, PLAIN5)
 plain6_lines = partial(plain3_lines, PLAIN6)
@@ -383,6 +404,7 @@ plain9_lines = partial(plain3_lines, PLAIN9)
 plain10_lines = partial(plain3_lines, PLAIN10)
 plain11_lines = partial(plain3_lines, PLAIN11)
 plain12_lines = partial(plain3_lines, PLAIN12)
+plain14_lines = partial(plain3_lines, PLAIN14)
 
 # Those sets by name, in the order they were written.
 WHOLE_PLAIN_SETS: dict[str, Callable[[], list[Line]]] = {
@@ -396,6 +418,7 @@ WHOLE_PLAIN_SETS: dict[str, Callable[[], list[Line]]] = {
     "plain10": plain10_lines,
     "plain11": plain11_lines,
     "plain12": plain12_lines,
+    "plain14": plain14_lines,
 }
 
 

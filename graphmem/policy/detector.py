@@ -953,7 +953,9 @@ _STAMP = re.compile(
     r"(?:[\[(<]?\d{1,4}(?:[:./-]\d{1,4}){1,3}(?:\s*[ap]\.?m\.?)?[\])>]?,?\s+|[\[(<][^\])>\n]{1,40}[\])>]\s*"
     r"|\+?\d[\d ()-]{6,}\d\s*|[—–|]\s*|[:：]\s+|(?:[^,\"\n]{0,60},(?! )){2,}\"?)+"
 )
-_LABEL = re.compile(r"(?:[^\s:：,，]+\s+){0,3}[^\s:：,，]+\s*[:：]\s+")
+# A field's name right against its value is a label too ("DESCRIPTION:Note for the assistant: …",
+# as calendars and logs write them): one word, then a letter (not "https://" or "9:30").
+_LABEL = re.compile(r"(?:[^\s:：,，]+\s+){0,3}[^\s:：,，]+\s*[:：]\s+|[^\W\d_][\w-]{1,24}[:：](?=[^\W\d_])")
 _LABELS_MAX = 2
 # What a stamp or a label can begin with: the first characters of ``_STAMP``'s alternatives but the
 # cells', a comma with no space after it within the first two cells (those), a colon (a label).
@@ -1151,12 +1153,15 @@ def _is_table(parts: list[str]) -> bool:
 
 
 def _context(owns: list[set[str]]) -> dict[str, int] | None:
-    """How many segments each content word is in; ``None`` for a text of one segment."""
+    """How many segments each content word is in, a segment written more than once counted once (an
+    instruction repeated word for word shares nothing more with the text around it than written
+    once); ``None`` for a text of one segment so counted."""
+    distinct = {frozenset(own) for own in owns} if len(owns) > 1 else ()
     counts: dict[str, int] = {}
-    for own in owns:
+    for own in distinct:
         for w in own:
             counts[w] = counts.get(w, 0) + 1
-    return counts if len(owns) > 1 else None
+    return counts if len(distinct) > 1 else None
 
 
 def text_segment_features(
