@@ -6,6 +6,7 @@ import json
 import textwrap
 from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -516,26 +517,36 @@ def test_a_line_behind_a_time_a_speaker_or_a_record_s_fields_is_read_from_its_ow
     assert len(segments(export)) >= 5
 
 
+def _heldout7_attacks(*, inside: bool) -> list[dict[str, Any]]:
+    """heldout-7's (a development set's) attacks whose instruction is in their text; ``inside``: only
+    those where the text is more than the instruction."""
+    from graphmem.eval.gate import gate_datasets
+
+    return [
+        line
+        for line in gate_datasets(names=["heldout-7"])["heldout-7"]
+        if line["label"] == "attack"
+        and line["instruction"] in line["text"]
+        and (not inside or line["text"] != line["instruction"])
+    ]
+
+
+def _blocked(attacks: list[dict[str, Any]], put: Callable[[str], str]) -> int:
+    """How many of ``attacks`` the shipped detector blocks with each instruction written ``put(it)``."""
+    detector = load_detector()
+    texts = [line["text"].replace(line["instruction"], put(line["instruction"]), 1) for line in attacks]
+    return sum(detector.score(text).probability >= detector.quarantine_at for text in texts)
+
+
 def test_an_instruction_written_again_word_for_word_is_blocked_as_when_written_once() -> None:
     """heldout-7 (a development set): each attack inside its own document, its instruction written
     twice or three times in a row. A segment's overlap with the rest of its text counted its own
     copies, so a repeated instruction looked part of the document: injection-lr-21 blocked 107 and
     108 of the 133 it blocked written once; a copy now counts once."""
-    from graphmem.eval.gate import gate_datasets
-
-    detector = load_detector()
-    attacks = [
-        line
-        for line in gate_datasets(names=["heldout-7"])["heldout-7"]
-        if line["label"] == "attack" and line["instruction"] in line["text"] != line["instruction"]
-    ]
+    attacks = _heldout7_attacks(inside=True)
 
     def blocked(times: int) -> int:
-        texts = [
-            line["text"].replace(line["instruction"], " ".join([line["instruction"]] * times), 1)
-            for line in attacks
-        ]
-        return sum(detector.score(text).probability >= detector.quarantine_at for text in texts)
+        return _blocked(attacks, lambda instruction: " ".join([instruction] * times))
 
     once = blocked(1)
     assert once >= 0.9 * len(attacks)
@@ -551,15 +562,7 @@ def test_attacks_of_a_development_set_behind_chat_stamps_and_in_records_are_stil
     125 behind a phone number, 122 behind a name, 125 as a JSON value and 102 in a CSV row;
     injection-lr-21 130, 134, 131, 132 and 130 of 133, and 124 in a calendar entry;
     injection-lr-22 129, 133, 128, 130, 125 and 132 of the 130 it blocks as written."""
-    from graphmem.eval.gate import gate_datasets
-
-    detector = load_detector()
-    lines = gate_datasets(names=["heldout-7"])["heldout-7"]
-    attacks = [
-        line
-        for line in lines
-        if line["label"] == "attack" and line["instruction"] in line["text"] != line["instruction"]
-    ]
+    attacks = _heldout7_attacks(inside=True)
     assert len(attacks) >= 130
     table = (
         "response_id,submitted_at,email,rating,comment\n"
@@ -568,11 +571,7 @@ def test_attacks_of_a_development_set_behind_chat_stamps_and_in_records_are_stil
         'r-1003,2031-08-01 11:37,rana.f@mail-one.example,4,"{}"\n'
     )
 
-    def blocked(put: Callable[[str], str]) -> int:
-        texts = [line["text"].replace(line["instruction"], put(line["instruction"]), 1) for line in attacks]
-        return sum(detector.score(text).probability >= detector.quarantine_at for text in texts)
-
-    plain = blocked(lambda instruction: instruction)
+    plain = _blocked(attacks, lambda instruction: instruction)
     assert plain >= 0.9 * len(attacks)
     for put in (
         lambda instruction: f"\n[09:03] caio: {instruction}\n",
@@ -589,31 +588,23 @@ def test_attacks_of_a_development_set_behind_chat_stamps_and_in_records_are_stil
             f"DESCRIPTION:{instruction.replace(chr(10), ' ')}\nEND:VEVENT\n"
         ),
     ):
-        assert blocked(put) >= 0.95 * plain, put(attacks[0]["instruction"])
+        assert _blocked(attacks, put) >= 0.95 * plain, put(attacks[0]["instruction"])
 
 
 def test_attacks_of_a_development_set_hidden_by_layout_are_still_blocked() -> None:
     """heldout-7 (a development set): each attack's instruction spelled with zero-width spaces,
     wrapped at 60 columns, put in a blockquote, or broken after each of its first words, inside its
     own document."""
-    from graphmem.eval.gate import gate_datasets
-
-    detector = load_detector()
-    lines = gate_datasets(names=["heldout-7"])["heldout-7"]
-    attacks = [line for line in lines if line["label"] == "attack" and line["instruction"] in line["text"]]
+    attacks = _heldout7_attacks(inside=False)
     assert len(attacks) >= 190
 
-    def blocked(hide: Callable[[str], str]) -> int:
-        texts = [line["text"].replace(line["instruction"], hide(line["instruction"]), 1) for line in attacks]
-        return sum(detector.score(text).probability >= detector.quarantine_at for text in texts)
-
-    plain = blocked(lambda instruction: instruction)
+    plain = _blocked(attacks, lambda instruction: instruction)
     assert plain >= 0.5 * len(attacks)
     for hide in (
         lambda instruction: "\u200b".join(instruction),
         lambda instruction: textwrap.fill(instruction, 60),
         lambda instruction: f"\n> {instruction}\n",
     ):
-        assert blocked(hide) >= 0.9 * plain
+        assert _blocked(attacks, hide) >= 0.9 * plain
     # A line break after each of its first three words (lr-14: 115 of 141).
-    assert blocked(lambda instruction: instruction.replace(" ", "\n", 3)) >= 0.88 * plain
+    assert _blocked(attacks, lambda instruction: instruction.replace(" ", "\n", 3)) >= 0.88 * plain

@@ -1153,8 +1153,8 @@ def _is_table(parts: list[str]) -> bool:
 
 
 def _context(owns: list[set[str]]) -> dict[str, int] | None:
-    """How many segments each content word is in, a segment written more than once counted once (an
-    instruction repeated word for word shares nothing more with the text around it than written
+    """How many segments each content word is in, segments with the same content words counted once
+    (an instruction repeated word for word shares nothing more with the text around it than written
     once); ``None`` for a text of one segment so counted."""
     distinct = {frozenset(own) for own in owns} if len(owns) > 1 else ()
     counts: dict[str, int] = {}
