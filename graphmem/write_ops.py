@@ -30,7 +30,15 @@ from graphmem.model import (
     WriteReason,
 )
 from graphmem.model.canonical import sha256
-from graphmem.policy import PolicyVerdict, approved_record, decide, dedup_text, find_conflicts, find_duplicate
+from graphmem.policy import (
+    PolicyVerdict,
+    approved_record,
+    checked_trust,
+    decide,
+    dedup_text,
+    find_conflicts,
+    find_duplicate,
+)
 from graphmem.policy.merge import untrusted_promotion
 
 __all__ = ["WriteGateOps"]
@@ -79,14 +87,7 @@ class WriteGateOps(StoreCore):
         """
         if not isinstance(proposal, WriteProposal):
             raise ContractViolation("propose() takes a WriteProposal", code="not_a_proposal")
-        if source_trust is not None:
-            try:
-                source_trust = Trust(source_trust)
-            except (TypeError, ValueError):
-                raise ContractViolation(
-                    f"source_trust must be 'trusted', 'untrusted' or None, got {source_trust!r:.40}",
-                    code="bad_argument",
-                ) from None
+        source_trust = checked_trust(source_trust)
         if policy is not None:
             check_instance(policy, WritePolicy, "not_a_policy", "policy")
         policy = policy or self.write_policy

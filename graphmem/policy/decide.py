@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
+from graphmem.errors import ContractViolation
 from graphmem.model import Kind, MemoryRecord, Sensitivity, Status, Trust, scope_type
 from graphmem.model.base import GraphmemModel
 from graphmem.model.write import WriteDecision, WriteOutcome, WritePolicy, WriteProposal, WriteReason
@@ -19,7 +20,7 @@ from graphmem.policy.poisoning import concealed_findings, only_in_reported_quota
 from graphmem.policy.prefilter import Literals
 from graphmem.policy.secrets import find_secrets, redact_secrets
 
-__all__ = ["PolicyVerdict", "decide", "effective_trust"]
+__all__ = ["PolicyVerdict", "checked_trust", "decide", "effective_trust"]
 
 
 class PolicyVerdict(GraphmemModel):
@@ -145,10 +146,26 @@ def _redacted(proposal: WriteProposal) -> WriteProposal:
     return WriteProposal.model_validate(data)
 
 
+def checked_trust(source_trust: Trust | str | None) -> Trust | None:
+    """``source_trust`` as a ``Trust`` (``"untrusted"`` is ``Trust.UNTRUSTED``), or ``None``.
+
+    Anything else is a ``ContractViolation``: a trust the gate cannot read must not pass as trusted.
+    """
+    if source_trust is None:
+        return None
+    try:
+        return Trust(source_trust)
+    except (TypeError, ValueError):
+        raise ContractViolation(
+            f"source_trust must be 'trusted', 'untrusted' or None, got {source_trust!r:.40}",
+            code="bad_argument",
+        ) from None
+
+
 def decide(
     proposal: WriteProposal,
     policy: WritePolicy | None = None,
-    source_trust: Trust | None = None,
+    source_trust: Trust | str | None = None,
     *,
     now: datetime | None = None,
 ) -> PolicyVerdict:
@@ -164,7 +181,8 @@ def decide(
     broad scopes, procedures; else accepted.
 
     ``source_trust`` overrides ``effective_trust`` when the store knows better
-    (it should not take an agent's word that its sources are trusted). Poisoning
+    (it should not take an agent's word that its sources are trusted); ``"untrusted"`` and
+    ``"trusted"`` are read as the two trusts, anything else is a ``ContractViolation``. Poisoning
     from untrusted evidence is rejected, unless it sits only inside quotations the
     author reports in prose (``WritePolicy.reported_quotations``: an incident report
     quoting an attack); from trusted evidence only concealed instructions are
@@ -172,6 +190,7 @@ def decide(
     attack. Messages and findings name detectors, kinds and fields, never the
     offending text.
     """
+    source_trust = checked_trust(source_trust)
     policy = policy or WritePolicy()
     rejected = WriteOutcome.REJECTED
     if policy.reject_restricted and proposal.sensitivity is Sensitivity.RESTRICTED:
