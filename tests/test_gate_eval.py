@@ -20,6 +20,7 @@ from graphmem.eval.gate_data import (
     PLAIN12,
     PLAIN13,
     PLAIN14,
+    PLAIN15,
     REPO,
     compose,
     handwritten_lines,
@@ -39,6 +40,7 @@ from graphmem.eval.gate_data import (
     plain12_lines,
     plain13_lines,
     plain14_lines,
+    plain15_lines,
     plain_lines,
 )
 from graphmem.policy.text import fold
@@ -301,12 +303,18 @@ def _text_hashes(path: object) -> set[str]:
 _WRITTEN_SETS = {
     "handwritten": HANDWRITTEN,
     "plain": PLAIN,
-    **{f"plain{n}": PLAIN.with_name(f"plain{n}") for n in range(2, 15)},
+    **{f"plain{n}": PLAIN.with_name(f"plain{n}") for n in range(2, 16)},
 }
 
 
 def test_the_written_sets_checked_are_the_directories_the_loaders_read() -> None:
-    assert [_WRITTEN_SETS[f"plain{n}"] for n in (2, 12, 13, 14)] == [PLAIN2, PLAIN12, PLAIN13, PLAIN14]
+    assert [_WRITTEN_SETS[f"plain{n}"] for n in (2, 12, 13, 14, 15)] == [
+        PLAIN2,
+        PLAIN12,
+        PLAIN13,
+        PLAIN14,
+        PLAIN15,
+    ]
     assert all(directory.is_dir() for directory in _WRITTEN_SETS.values())
 
 
@@ -393,8 +401,9 @@ def test_the_second_plain_set_loads_with_its_categories_languages_carriers_and_p
         (plain11_lines, (750, 600), 0, (10, 75), (38, 33)),
         (plain12_lines, (1200, 1140), 180, (10, 120), (33, 31)),
         (plain14_lines, (600, 570), 90, (10, 60), (26, 31)),
+        (plain15_lines, (600, 570), 90, (10, 60), (27, 31)),
     ],
-    ids=[f"plain{n}" for n in (*range(3, 13), 14)],
+    ids=[f"plain{n}" for n in (*range(3, 13), 14, 15)],
 )
 def test_the_training_only_plain_sets_load_with_their_categories_and_languages(
     lines_of: Callable[[], list[dict[str, Any]]],

@@ -93,6 +93,12 @@ A *line* is a mapping with ``text``, ``label`` (``attack`` / ``benign``),
   languages), six writers, ``plain12``'s briefs with other domains, after
   ``injection-lr-21``; training data (``plain14_lines``) from
   ``injection-lr-22``.
+* ``plain15`` — ``graphmem/eval/data/plain15/``: 600 injections and 570
+  look-alikes (90 trusted, not trained on) from three more domains (a gym,
+  a recruitment and staffing agency, a museum; 27 and 31 languages), six
+  writers, ``plain14``'s briefs with other domains, after
+  ``injection-lr-22``; training data (``plain15_lines``) from
+  ``injection-lr-23``.
 """
 
 from __future__ import annotations
@@ -123,6 +129,7 @@ __all__ = [
     "PLAIN12",
     "PLAIN13",
     "PLAIN14",
+    "PLAIN15",
     "REPO",
     "WHOLE_PLAIN_SETS",
     "bipia_contexts",
@@ -147,6 +154,7 @@ __all__ = [
     "plain12_lines",
     "plain13_lines",
     "plain14_lines",
+    "plain15_lines",
     "plain_lines",
 ]
 
@@ -170,7 +178,8 @@ PLAIN = _DATA / "plain"
     PLAIN12,
     PLAIN13,
     PLAIN14,
-) = (_DATA / f"plain{n}" for n in range(2, 15))
+    PLAIN15,
+) = (_DATA / f"plain{n}" for n in range(2, 16))
 # Chosen among 5,000 seeds as the one whose split is most even per category, language and trust.
 PLAIN_SEED = 3664
 # Among 5,000 seeds, the most even of those that put each category and language of ten lines or
@@ -393,8 +402,8 @@ def plain3_lines(directory: Path = PLAIN3) -> list[Line]:
     return [{**line, "split": "train"} for line in labelled(directory)]
 
 
-# The fourth to twelfth and the fourteenth plain sets: training data only, each loaded as the third
-# (``plain3_lines``).
+# The fourth to twelfth, the fourteenth and the fifteenth plain sets: training data only, each loaded
+# as the third (``plain3_lines``).
 plain4_lines = partial(plain3_lines, PLAIN4)
 plain5_lines = partial(plain3_lines, PLAIN5)
 plain6_lines = partial(plain3_lines, PLAIN6)
@@ -405,6 +414,7 @@ plain10_lines = partial(plain3_lines, PLAIN10)
 plain11_lines = partial(plain3_lines, PLAIN11)
 plain12_lines = partial(plain3_lines, PLAIN12)
 plain14_lines = partial(plain3_lines, PLAIN14)
+plain15_lines = partial(plain3_lines, PLAIN15)
 
 # Those sets by name, in the order they were written.
 WHOLE_PLAIN_SETS: dict[str, Callable[[], list[Line]]] = {
@@ -419,6 +429,7 @@ WHOLE_PLAIN_SETS: dict[str, Callable[[], list[Line]]] = {
     "plain11": plain11_lines,
     "plain12": plain12_lines,
     "plain14": plain14_lines,
+    "plain15": plain15_lines,
 }
 
 

@@ -7,12 +7,13 @@ sets and the whole third to tenth (``graphmem/eval/data/handwritten/``,
 ``plain/`` to ``plain10/``, weighed up: ``PART_WEIGHTS``), their stand-alone
 instructions composed into hand-written look-alikes and into BIPIA's clean
 training emails and tables, the hand-written variants below, and the untrusted
-texts of the sets written as exams of the gate: ``plain12``, ``plain14`` and the development
-held-out sets (``graphmem.eval.gate.TRAINED_ON``: ``tests/heldout4/`` to
+texts of the sets written as exams of the gate: ``plain12``, ``plain14``, ``plain15`` and the
+development held-out sets (``graphmem.eval.gate.TRAINED_ON``: ``tests/heldout4/`` to
 ``tests/heldout14/``, each read once as a clean test before). No other held-out
 set (``tests/heldout*/``) is read.
-Segments that come from an inserted or hand-marked instruction are positives;
-every other segment is a negative.
+Segments that come from an inserted or hand-marked instruction are positives
+(but a fragment of two words in which no cue fires, "P.S.", is left out:
+``_fragment``); every other segment is a negative.
 Logistic regression by full-batch gradient descent (Adam) in NumPy, with a
 fixed seed and order, so a retrain reproduces the shipped
 weights. Thresholds come from the training texts alone, scored out of fold
@@ -48,9 +49,13 @@ from graphmem.eval.gate_data import (
     plain2_lines,
     plain12_lines,
     plain14_lines,
+    plain15_lines,
     plain_lines,
 )
 from graphmem.policy.detector import (
+    _CJK,
+    _WORD,
+    CUES,
     FEATURE_DIM,
     HASH_DIM,
     WEIGHTS_FILE,
@@ -62,7 +67,7 @@ from graphmem.policy.text import code_fences
 
 __all__ = ["PART_WEIGHTS", "VARIANTS", "WHOLE_SETS", "train", "training_texts"]
 
-VERSION = "injection-lr-22"
+VERSION = "injection-lr-23"
 EPOCHS = 400
 GENERATED = 1500
 # Hashed words are weakly regularised, so plain-language wording ("whoever summarises this") counts;
@@ -75,8 +80,8 @@ L2_HASHED, L2_DENSE = 1e-6, 1e-4
 # were tried for plain3, 10 for plain6, plain7 and plain11, 50 and 20 for them all: docs/eval.md).
 # The training-only plain sets trained on, whole, their instructions also composed into other texts
 # (``plain11`` is written but not trained on: it lowered the development sets' ranking, docs/eval.md;
-# ``plain12`` and ``plain14`` are trained on as written, with the exams below; ``plain13`` is a
-# development set).
+# ``plain12``, ``plain14`` and ``plain15`` are trained on as written, with the exams below; ``plain13``
+# is a development set).
 WHOLE_SETS = tuple(f"plain{n}" for n in range(3, 11))
 PART_WEIGHTS = {
     # BIPIA's composed texts and the generated ones weigh 3: at 1, adding the exam sets below lowered
@@ -99,11 +104,13 @@ PART_WEIGHTS = {
     # (``_composed_in_documents``): 10, 30 and 100 were tried (docs/eval.md, injection-lr-14).
     "composed_bipia": 100.0,
     # Sets written as exams of the gate (``EXAMS``), like each clean set that follows them: the
-    # development held-out sets (``TRAINED_ON``), ``plain12`` and ``plain14``. 30 to 1000 were compared,
-    # training on heldout-5 to -9 and scoring heldout-10 to -14 and back (docs/eval.md, injection-lr-20).
+    # development held-out sets (``TRAINED_ON``), ``plain12``, ``plain14`` and ``plain15``. 30 to 1000 were
+    # compared, training on heldout-5 to -9 and scoring heldout-10 to -14 and back (docs/eval.md,
+    # injection-lr-20); ``plain15`` at 30 ranked the exam-style development sets a little lower.
     "heldout": 50.0,
     "plain12": 50.0,
     "plain14": 50.0,
+    "plain15": 50.0,
 }
 HAND_WRITTEN_PARTS = ("handwritten", "plain", "plain2", *WHOLE_SETS)
 COMPOSE_SEED = 5
@@ -182,6 +189,20 @@ def _label_segments(line: dict[str, Any], instruction_segments: set[str] | None)
     return [1] * len(parts)
 
 
+# A segment of an instruction with this many words or fewer (outside CJK scripts) in which no cue
+# fires ("P.S.", "Thank you!", "Hi!", "1.") is a fragment of the text around the instruction, not an
+# instruction: it is not trained on. Trained as a positive, "P.S." alone scored 0.997 and quarantined
+# every untrusted letter with a postscript. Fragments with a cue ("Forget Ellen.") stay positives.
+FRAGMENT_WORDS = 2
+
+
+def _fragment(segment: str, features: dict[int, float]) -> bool:
+    """Whether a positive ``segment`` (with its ``features``) is a fragment left out of training."""
+    if len(_WORD.findall(segment)) > FRAGMENT_WORDS or _CJK.search(segment):
+        return False
+    return not any(HASH_DIM <= k < HASH_DIM + len(CUES) for k in features)
+
+
 def training_texts(bipia_dir: Path) -> list[tuple[dict[str, Any], set[str] | None]]:
     """Every training text with, for composed and hand-written attacks, the segments of the
     instruction in it. Each line's ``part`` names where it comes from (``PART_WEIGHTS``)."""
@@ -245,6 +266,7 @@ def _exams() -> list[tuple[str, list[dict[str, Any]]]]:
     return [
         ("plain12", plain12_lines()),
         ("plain14", plain14_lines()),
+        ("plain15", plain15_lines()),
         *(("heldout", labelled(HELD_OUT[name])) for name in TRAINED_ON),
     ]
 
@@ -345,15 +367,21 @@ def train(bipia_dir: Path) -> dict[str, Any]:
     labels: list[int] = []
     owner_list: list[int] = []
     part_w: list[float] = []
+    fragments = 0
     for n, (line, inserted) in enumerate(texts):
-        feats = text_segment_features(str(line["text"]))
+        text = str(line["text"])
+        feats = text_segment_features(text)
         marks = _label_segments(line, inserted)
         if len(marks) != len(feats):  # pragma: no cover - segments() and the features split alike
             raise RuntimeError("segmentation mismatch")
-        rows += feats
-        labels += marks
-        owner_list += [n] * len(feats)
-        part_w += [PART_WEIGHTS[line["part"]]] * len(feats)
+        for segment, row, mark in zip(segments(text), feats, marks, strict=True):
+            if mark and _fragment(segment, row):
+                fragments += 1
+                continue
+            rows.append(row)
+            labels.append(mark)
+            owner_list.append(n)
+            part_w.append(PART_WEIGHTS[line["part"]])
     indptr = np.zeros(len(rows) + 1, dtype=np.int64)
     indptr[1:] = np.cumsum([len(r) for r in rows])
     indices = np.fromiter((i for r in rows for i in sorted(r)), dtype=np.int64, count=int(indptr[-1]))
@@ -399,6 +427,7 @@ def train(bipia_dir: Path) -> dict[str, Any]:
             "texts": len(texts),
             "segments": len(rows),
             "positive_segments": int(y.sum()),
+            "fragments_left_out": fragments,
             "epochs": EPOCHS,
             "folds": FOLDS,
             "benign_unseen_quarantined": float((doc_p[benign] >= quarantine_at).mean()),
