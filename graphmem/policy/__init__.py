@@ -1,6 +1,6 @@
 """The write gate's pure rules (SPEC §4): secrets, poisoning, and the decision.
 
-Imports the model only; ``MemoryStore.propose``/``approve`` orchestrate it.
+Imports the model and the errors only; ``MemoryStore.propose``/``approve`` orchestrate it.
 """
 
 from graphmem.policy.decide import PolicyVerdict, checked_trust, decide, effective_trust
