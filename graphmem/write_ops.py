@@ -30,15 +30,7 @@ from graphmem.model import (
     WriteReason,
 )
 from graphmem.model.canonical import sha256
-from graphmem.policy import (
-    PolicyVerdict,
-    approved_record,
-    checked_trust,
-    decide,
-    dedup_text,
-    find_conflicts,
-    find_duplicate,
-)
+from graphmem.policy import PolicyVerdict, approved_record, decide, dedup_text, find_conflicts, find_duplicate
 from graphmem.policy.merge import untrusted_promotion
 
 __all__ = ["WriteGateOps"]
@@ -87,7 +79,6 @@ class WriteGateOps(StoreCore):
         """
         if not isinstance(proposal, WriteProposal):
             raise ContractViolation("propose() takes a WriteProposal", code="not_a_proposal")
-        source_trust = checked_trust(source_trust)
         if policy is not None:
             check_instance(policy, WritePolicy, "not_a_policy", "policy")
         policy = policy or self.write_policy

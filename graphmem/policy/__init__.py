@@ -3,7 +3,7 @@
 Imports the model and the errors only; ``MemoryStore.propose``/``approve`` orchestrate it.
 """
 
-from graphmem.policy.decide import PolicyVerdict, checked_trust, decide, effective_trust
+from graphmem.policy.decide import PolicyVerdict, decide, effective_trust
 from graphmem.policy.merge import (
     approved_record,
     dedup_text,
@@ -21,7 +21,6 @@ __all__ = [
     "PolicyVerdict",
     "SecretFinding",
     "approved_record",
-    "checked_trust",
     "concealed_findings",
     "corpus_metrics",
     "decide",

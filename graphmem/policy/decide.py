@@ -20,7 +20,7 @@ from graphmem.policy.poisoning import concealed_findings, only_in_reported_quota
 from graphmem.policy.prefilter import Literals
 from graphmem.policy.secrets import find_secrets, redact_secrets
 
-__all__ = ["PolicyVerdict", "checked_trust", "decide", "effective_trust"]
+__all__ = ["PolicyVerdict", "decide", "effective_trust"]
 
 
 class PolicyVerdict(GraphmemModel):
@@ -146,7 +146,7 @@ def _redacted(proposal: WriteProposal) -> WriteProposal:
     return WriteProposal.model_validate(data)
 
 
-def checked_trust(source_trust: Trust | str | None) -> Trust | None:
+def _checked_trust(source_trust: Trust | str | None) -> Trust | None:
     """``source_trust`` as a ``Trust`` (``"untrusted"`` is ``Trust.UNTRUSTED``), or ``None``.
 
     Anything else is a ``ContractViolation``: a trust the gate cannot read must not pass as trusted.
@@ -190,7 +190,7 @@ def decide(
     attack. Messages and findings name detectors, kinds and fields, never the
     offending text.
     """
-    source_trust = checked_trust(source_trust)
+    source_trust = _checked_trust(source_trust)
     policy = policy or WritePolicy()
     rejected = WriteOutcome.REJECTED
     if policy.reject_restricted and proposal.sensitivity is Sensitivity.RESTRICTED:
