@@ -21,6 +21,7 @@ from graphmem.eval.gate_data import (
     PLAIN13,
     PLAIN14,
     PLAIN15,
+    PLAIN16,
     REPO,
     compose,
     handwritten_lines,
@@ -41,6 +42,7 @@ from graphmem.eval.gate_data import (
     plain13_lines,
     plain14_lines,
     plain15_lines,
+    plain16_lines,
     plain_lines,
 )
 from graphmem.policy.text import fold
@@ -303,17 +305,18 @@ def _text_hashes(path: object) -> set[str]:
 _WRITTEN_SETS = {
     "handwritten": HANDWRITTEN,
     "plain": PLAIN,
-    **{f"plain{n}": PLAIN.with_name(f"plain{n}") for n in range(2, 16)},
+    **{f"plain{n}": PLAIN.with_name(f"plain{n}") for n in range(2, 17)},
 }
 
 
 def test_the_written_sets_checked_are_the_directories_the_loaders_read() -> None:
-    assert [_WRITTEN_SETS[f"plain{n}"] for n in (2, 12, 13, 14, 15)] == [
+    assert [_WRITTEN_SETS[f"plain{n}"] for n in (2, 12, 13, 14, 15, 16)] == [
         PLAIN2,
         PLAIN12,
         PLAIN13,
         PLAIN14,
         PLAIN15,
+        PLAIN16,
     ]
     assert all(directory.is_dir() for directory in _WRITTEN_SETS.values())
 
@@ -402,8 +405,9 @@ def test_the_second_plain_set_loads_with_its_categories_languages_carriers_and_p
         (plain12_lines, (1200, 1140), 180, (10, 120), (33, 31)),
         (plain14_lines, (600, 570), 90, (10, 60), (26, 31)),
         (plain15_lines, (600, 570), 90, (10, 60), (27, 31)),
+        (plain16_lines, (599, 570), 90, (10, 60), (35, 35)),
     ],
-    ids=[f"plain{n}" for n in (*range(3, 13), 14, 15)],
+    ids=[f"plain{n}" for n in (*range(3, 13), 14, 15, 16)],
 )
 def test_the_training_only_plain_sets_load_with_their_categories_and_languages(
     lines_of: Callable[[], list[dict[str, Any]]],
@@ -421,9 +425,12 @@ def test_the_training_only_plain_sets_load_with_their_categories_and_languages(
     assert Counter(x["source_trust"] for x in benign) == Counter(
         untrusted=sizes[1] - trusted, trusted=trusted
     )
-    # (how many categories, how many attacks each)
-    assert len(Counter(x["category"] for x in attacks)) == categories[0]
-    assert set(Counter(x["category"] for x in attacks).values()) == {categories[1]}
+    # (how many categories, how many attacks each as written; plain16 lost one text, a development
+    # set's word for word)
+    per_category = Counter(x["category"] for x in attacks)
+    assert len(per_category) == categories[0]
+    assert sum(categories[1] - n for n in per_category.values()) == categories[0] * categories[1] - sizes[0]
+    assert set(per_category.values()) <= {categories[1], categories[1] - 1}
     assert (len({x["lang"] for x in attacks}), len({x["lang"] for x in benign})) == languages
     assert all(x["instruction"] and x["instruction"] in x["text"] for x in attacks)
     # Alone: "whole" where the text is the instruction (plain3 to plain5); "alone" from plain6 on,

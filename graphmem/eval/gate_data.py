@@ -99,6 +99,12 @@ A *line* is a mapping with ``text``, ``label`` (``attack`` / ``benign``),
   writers, ``plain14``'s briefs with other domains, after
   ``injection-lr-22``; training data (``plain15_lines``) from
   ``injection-lr-23``.
+* ``plain16`` — ``graphmem/eval/data/plain16/``: 600 injections and 570
+  look-alikes (90 trusted, not trained on) from three more domains (a
+  dental practice, a campsite and holiday park, a driving school), six
+  writers, ``plain15``'s briefs with other domains, after
+  ``injection-lr-23``; training data (``plain16_lines``) from
+  ``injection-lr-24``.
 """
 
 from __future__ import annotations
@@ -130,6 +136,7 @@ __all__ = [
     "PLAIN13",
     "PLAIN14",
     "PLAIN15",
+    "PLAIN16",
     "REPO",
     "WHOLE_PLAIN_SETS",
     "bipia_contexts",
@@ -155,6 +162,7 @@ __all__ = [
     "plain13_lines",
     "plain14_lines",
     "plain15_lines",
+    "plain16_lines",
     "plain_lines",
 ]
 
@@ -179,7 +187,8 @@ PLAIN = _DATA / "plain"
     PLAIN13,
     PLAIN14,
     PLAIN15,
-) = (_DATA / f"plain{n}" for n in range(2, 16))
+    PLAIN16,
+) = (_DATA / f"plain{n}" for n in range(2, 17))
 # Chosen among 5,000 seeds as the one whose split is most even per category, language and trust.
 PLAIN_SEED = 3664
 # Among 5,000 seeds, the most even of those that put each category and language of ten lines or
@@ -415,6 +424,7 @@ plain11_lines = partial(plain3_lines, PLAIN11)
 plain12_lines = partial(plain3_lines, PLAIN12)
 plain14_lines = partial(plain3_lines, PLAIN14)
 plain15_lines = partial(plain3_lines, PLAIN15)
+plain16_lines = partial(plain3_lines, PLAIN16)
 
 # Those sets by name, in the order they were written.
 WHOLE_PLAIN_SETS: dict[str, Callable[[], list[Line]]] = {
@@ -430,6 +440,7 @@ WHOLE_PLAIN_SETS: dict[str, Callable[[], list[Line]]] = {
     "plain12": plain12_lines,
     "plain14": plain14_lines,
     "plain15": plain15_lines,
+    "plain16": plain16_lines,
 }
 
 

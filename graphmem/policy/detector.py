@@ -134,7 +134,7 @@ def _lex(*words: str) -> tuple[str, ...]:
 
 # Each cue is a folded-text pattern; languages: en, de, fr, es, pt, it, nl, pl, tr, ru, zh, ja, ko,
 # and for some (the AI addressee, imperatives) ar, uk, cs, sk, sv, da, no, fi, hu, ro, id, vi, el, he,
-# hi, fa and th too.
+# hi, fa, th, bn and ta too.
 _CUE_WORDS: dict[str, tuple[str, ...]] = {
     "addressee_ai": _lex(
         r"\b(?:ai|a\.i\.|ais|llms?|chatbots?|bot|bots|assistants?|language\s+models?|ai\s+models?|gpt|copilots?)\b",
@@ -243,6 +243,54 @@ _CUE_WORDS: dict[str, tuple[str, ...]] = {
         r"اشرح|قدم|حول|حوّل|انشر|ابحث|احجز|ادفع|وافق)|"
         r"^(?:请|請|务必|務必|先|在回答|回答时|忽略|记住|解释|告诉|描述|写|把|用|发送)|"
         r"(?:してください|しなさい|せよ|して下さい|ください|하세요|해라|하십시오|해\s*주세요|세요)",
+        # More of the commands of the scripts above, and the endings that make a request or a command:
+        # Thai, Hebrew, Korean (the informal "-해", "-줘"), Japanese (a verb's "-て" form ending a
+        # sentence), Chinese ("从现在起", a "请" after a clause), Finnish ("älä" + verb), Bengali,
+        # Tamil, Greek (the plural "-στε", "-ψτε"), Persian and Arabic ("يرجى").
+        r"^(?:ช่วย|ให้|ส่ง|ตอบ|ลบ|บอก|จำไว้|เขียน|แปล|เพิ่ม|ยกเลิก|เปลี่ยน|ตั้งแต่นี้ไป|ต่อจากนี้|ใช้|แนะนำ|อนุมัติ|โอน|ห้าม|"
+        r"แจ้ง|สั่ง|จอง|แก้ไข|อัปเดต|อัพเดต|ลืม|เพิกเฉย|ข้าม|ปิด|เปิด)",
+        r"^(?:אנא\s+|בבקשה\s+)?(?:הזמן|הזמינו|השתמש|השתמשו|שנה|שנו|בטל|בטלו|התעלם|התעלמו|שכח|שכחו|ספר|תן|תנו|הסר|"
+        r"הסירו|עדכן|עדכנו|העבר|העבירו|אשר|אשרו|שלם|שלמו|המלץ|המליצו|פרסם|פרסמו|הצג|הראה|סכם|צור|קבע|הודע|"
+        r"הפעל|כבה|תשנה|תבטל|תתעלם|תשכח|תספר|תעדכן|תעביר|תאשר|תשלם|תמליץ|תפרסם|תסכם|תודיע|תזמין|תשתמש|תן)(?!\w)",
+        r"(?:해|해줘|해\s*줘|줘|하라|하지\s*마|지\s*마|말고|마라|말라|시오|할\s*것|하자|주라)\W*$",
+        r"(?<=[\u3041-\u309f])(?:て|で)(?:ね|よ|くれ|ちょうだい)?\W*$|(?:なさい|しろ|するな|ように)\W*$",
+        r"从现在起|从现在开始|从今以后|从今天起|^(?:今后|以后|帮我|给我|替我|删除|删掉|取消|转发|发给|不要|别|禁止|立即|马上|立刻|一律)|"
+        r"[，,:：]\s*(?:请|請|务必|務必|立即|马上|不要|别再|一律)",
+        r"^(?:peruuta|hyvaksy|maksa|vaihda|muuta|paivita|suosittele|ilmoita|varaa|tilaa|ohita|siirra|merkitse|julkaise|"
+        r"selita|kuvaile|luettele|laske|ala\s+(?:kerro|mainitse|poista|vastaa|kayta|ilmoita|tallenna|muista|unohda|"
+        r"laheta|kirjoita|tee|anna|nayta))\b",
+        r"(?:করুন|পাঠান|ফেলুন|বলুন|লিখুন|রাখুন|জানান|দাও|করো|বলো|লেখো|পাঠাও|রাখো|ফেলো|বলবেন|করবেন|দেবেন|জানাবেন|"
+        r"\u09c7\s*দিন|বেন?\s+না)\W*$",
+        r"(?:ுங்கள்|ுங்க|ாதீர்கள்|ாதே|வும்)\W*$",
+        r"^(?:παράκαμψε|ενημέρωσε|ακύρωσε|άλλαξε|κάνε|σταμάτα|ξεκίνα|πρότεινε|μετάφερε|πλήρωσε|"
+        r"\w+(?:ψτε|ξτε|στε|λτε|ντε|είτε))(?!\w)",
+        r"(?<!\w)(?:نکن|بکن|نکنید|بکنید|کن|کنید|بده|بدهید|بفرستید|بنویسید|نده|ندهید)\W*$|^(?:يرجى|يُرجى|الرجاء|رجاء|من\s+فضلك)",
+        # The polite and plural forms (French "-ez", Italian "-ate"/"-ete", Spanish and Portuguese
+        # "usted"/"você" forms, German "… Sie"), and more verbs of tools and records in each language.
+        r"^(?:veuillez\s+|merci\s+de\s+)?(?:mettez|ajoutez|ecrivez|repondez|envoyez|ignorez|oubliez|supprimez|annulez|"
+        r"modifiez|utilisez|indiquez|transmettez|dites|faites|donnez|gardez|notez|enregistrez|mentionnez|precisez|payez|"
+        r"validez|approuvez|confirmez|changez|remplacez|publiez|supprime|annule|modifie|change|remplace|publie|"
+        r"valide|approuve|confirme|paie|mets|efface|desactive|reserve|commande)\b",
+        r"^(?:lasciate|fate|mandate|scrivete|inviate|cancellate|ignorate|dimenticate|aggiornate|modificate|annullate|"
+        r"approvate|pagate|rispondete|usate|aggiungete|includete|segnate|prenotate|cancella|aggiorna|modifica|annulla|"
+        r"approva|paga|segna|prenota|pubblica|cambia|togli|metti|elimina|disattiva|trasferisci|ordina|conferma)\b",
+        r"^(?:por\s+favor,?\s+)?(?:envie|escriba|responda|anada|elimine|cancele|cambie|actualice|utilice|ignore|olvide|"
+        r"diga|haga|ponga|borre|apruebe|pague|confirme|publique|reserve|transfiera|borra|cancela|cambia|actualiza|"
+        r"aprueba|paga|confirma|publica|reserva|transfiere|pon|elimina|desactiva|escreva|adicione|altere|atualize|"
+        r"utilize|esqueca|faca|coloque|apague|aprove|apaga|altera|atualiza|aprova|confirma|publica|transfira)\b",
+        r"^(?:losche|loschen|storniere|andere|aktualisiere|bezahle|bestatige|"
+        r"genehmige|buche|bestelle|veroffentliche|uberweise|deaktiviere|entferne|setze|trage)\b",
+        r"^(?:verwijder|annuleer|wijzig|zet|plaats|betaal|keur|bevestig|boek|bestel|publiceer|maak\s+over)\b|"
+        r"^(?:sag|sag\s+till|radera|avboka|betala|godkann|uppdatera|boka|kontakta|publicera|andra\s+(?:i|till))\b",
+        r"^(?:usun|anuluj|zmien|zaktualizuj|zamow|zaplac|zatwierdz|potwierdz|otworz|wylacz|wlacz|przelej|zarezerwuj|"
+        r"opublikuj|nie\s+(?:wspominaj|mow|pisz|informuj|wysylaj|zapisuj))\b",
+        r"^(?:открой|замени|удали|отмени|измени|обнови|отключи|включи|оплати|закажи|подтверди|одобри|создай|опубликуй|"
+        r"проигнорируй|пришли|скинь|позвони|напомни|передай|внеси|поставь|убери|смени|верни|переведи|не\s+(?:говори|"
+        r"упоминай|пиши|сообщай|отвечай|проверяй))",
+        r"\b(?:iletin|gonderin|yapin|silin|ekleyin|yazin|verin|soyleyin|kullanin|aciklayin|anlatin|hatirlayin|unutun|"
+        r"degistirin|guncelleyin|edin|onaylayin|odeyin|bildirin|gecsin|yapsin|gondersin|eklesin|silsin|yazsin|"
+        r"versin|iletsin|onaylasin|odesin)\W*$",
+        r"(?:दो|डालो|डालें|हटाओ|बदलो|बदलें|करे|भेजे)\s*[।.!]?$",
     ),
     "code_insert": _lex(
         r"\b(?:following|subsequent|below|this|these|attached)\s+(?:\w+\s+)?(?:code|snippet|excerpt|block|"
@@ -470,6 +518,8 @@ _CUE_WORDS: dict[str, tuple[str, ...]] = {
         r"\bseria\s+(?:genial|bueno|ideal|util|otimo|bom)\s+(?:que|si|se)\b|\bsarebbe\s+(?:bello|utile|ideale|ottimo|carino)\s+(?:se|che)\b|"
         r"\bzou\s+(?:fijn|mooi|handig|top)\s+zijn\s+als\b|\bbyloby\s+(?:dobrze|super|milo|fajnie)\b",
         r"\B(?:malı|meli|mali)(?:dır|dir)?\b|يجب|ينبغي|على\s+\w+\s+أن",
+        # "Must" and "should" in Hindi, Bengali, Tamil, Thai and Hebrew.
+        r"चाहिए|होगा|হবে|উচিত|வேண்டும்|ต้อง|ควร|(?<!\w)(?:חייב|חייבת|חייבים|עליך|עליכם)(?!\w)",
     ),
     # What exfiltration asks for: passwords, keys, phone numbers, addresses.
     "sensitive_data": _lex(
