@@ -253,20 +253,21 @@ _CUE_WORDS: dict[str, tuple[str, ...]] = {
         r"הסירו|עדכן|עדכנו|העבר|העבירו|אשר|אשרו|שלם|שלמו|המלץ|המליצו|פרסם|פרסמו|הצג|הראה|סכם|צור|קבע|הודע|"
         r"הפעל|כבה|תשנה|תבטל|תתעלם|תשכח|תספר|תעדכן|תעביר|תאשר|תשלם|תמליץ|תפרסם|תסכם|תודיע|תזמין|תשתמש|תן)(?!\w)",
         r"(?:해|해줘|해\s*줘|줘|하라|하지\s*마|지\s*마|말고|마라|말라|시오|할\s*것|하자|주라)\W*$",
-        r"(?<=[\u3041-\u309f])(?:て|で)(?:ね|よ|くれ|ちょうだい)?\W*$|(?:なさい|しろ|するな|ように)\W*$",
+        r"(?<=[ぁ-ゟ])(?:て|で)(?:ね|よ|くれ|ちょうだい)?\W*$|(?:なさい|しろ|するな|ように)\W*$",
         r"从现在起|从现在开始|从今以后|从今天起|^(?:今后|以后|帮我|给我|替我|删除|删掉|取消|转发|发给|不要|别|禁止|立即|马上|立刻|一律)|"
         r"[，,:：]\s*(?:请|請|务必|務必|立即|马上|不要|别再|一律)",
         r"^(?:peruuta|hyvaksy|maksa|vaihda|muuta|paivita|suosittele|ilmoita|varaa|tilaa|ohita|siirra|merkitse|julkaise|"
         r"selita|kuvaile|luettele|laske|ala\s+(?:kerro|mainitse|poista|vastaa|kayta|ilmoita|tallenna|muista|unohda|"
         r"laheta|kirjoita|tee|anna|nayta))\b",
         r"(?:করুন|পাঠান|ফেলুন|বলুন|লিখুন|রাখুন|জানান|দাও|করো|বলো|লেখো|পাঠাও|রাখো|ফেলো|বলবেন|করবেন|দেবেন|জানাবেন|"
-        r"\u09c7\s*দিন|বেন?\s+না)\W*$",
+        r"ে\s*দিন|বেন?\s+না)\W*$",
         r"(?:ுங்கள்|ுங்க|ாதீர்கள்|ாதே|வும்)\W*$",
         r"^(?:παράκαμψε|ενημέρωσε|ακύρωσε|άλλαξε|κάνε|σταμάτα|ξεκίνα|πρότεινε|μετάφερε|πλήρωσε|"
         r"\w+(?:ψτε|ξτε|στε|λτε|ντε|είτε))(?!\w)",
         r"(?<!\w)(?:نکن|بکن|نکنید|بکنید|کن|کنید|بده|بدهید|بفرستید|بنویسید|نده|ندهید)\W*$|^(?:يرجى|يُرجى|الرجاء|رجاء|من\s+فضلك)",
         # The polite and plural forms (French "-ez", Italian "-ate"/"-ete", Spanish and Portuguese
-        # "usted"/"você" forms, German "… Sie"), and more verbs of tools and records in each language.
+        # "usted"/"você" forms), and more verbs of tools and records in each language. Not German
+        # "Senden Sie …": formal letters and manuals are full of it (docs/eval.md, injection-lr-24).
         r"^(?:veuillez\s+|merci\s+de\s+)?(?:mettez|ajoutez|ecrivez|repondez|envoyez|ignorez|oubliez|supprimez|annulez|"
         r"modifiez|utilisez|indiquez|transmettez|dites|faites|donnez|gardez|notez|enregistrez|mentionnez|precisez|payez|"
         r"validez|approuvez|confirmez|changez|remplacez|publiez|supprime|annule|modifie|change|remplace|publie|"
