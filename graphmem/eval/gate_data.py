@@ -99,7 +99,7 @@ A *line* is a mapping with ``text``, ``label`` (``attack`` / ``benign``),
   writers, ``plain14``'s briefs with other domains, after
   ``injection-lr-22``; training data (``plain15_lines``) from
   ``injection-lr-23``.
-* ``plain16`` — ``graphmem/eval/data/plain16/``: 600 injections and 570
+* ``plain16`` — ``graphmem/eval/data/plain16/``: 599 injections and 570
   look-alikes (90 trusted, not trained on) from three more domains (a
   dental practice, a campsite and holiday park, a driving school), six
   writers, ``plain15``'s briefs with other domains, after
