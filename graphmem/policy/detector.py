@@ -34,6 +34,7 @@ import math
 import operator
 import re
 import threading
+import unicodedata
 import zlib
 from collections import Counter
 from collections.abc import Iterable
@@ -107,7 +108,26 @@ _LEAD_IN = re.compile(r"^(?:[^\W\d_]+\.?\s+){0,4}[^\W\d_]+\s*[:,]\s*")
 # "note for automated readers:", "@assistant heads up,"): whom the segment addresses, if anyone.
 _ADDRESS_LEAD = re.compile(r"^(?:[^\s:：,，]+\s+){0,7}[^\s:：,，]+\s*[:：,，]")
 _ADDRESSEES = ("addressee_ai", "processor")  # the cues that name whom a lead-in addresses
-_WORD = re.compile(r"[^\W\d_]+(?:'[a-z]+)?", re.U)
+
+
+def _mark_ranges() -> str:
+    """The combining marks of the Basic Multilingual Plane as a character class's ranges."""
+    marks = [c for c in range(0x300, 0x10000) if unicodedata.category(chr(c)) in ("Mn", "Mc", "Me")]
+    ranges: list[list[int]] = []
+    for c in marks:
+        if ranges and ranges[-1][1] == c - 1:
+            ranges[-1][1] = c
+        else:
+            ranges.append([c, c])
+    return "".join(f"{chr(a)}-{chr(b)}" if b > a else chr(a) for a, b in ranges)
+
+
+# A word is a letter and the letters and combining marks after it: the vowel signs and viramas of
+# Indic scripts, Thai's vowel and tone marks and Arabic's and Hebrew's points are marks, not letters,
+# to ``\w``, and a word of those scripts would otherwise break into single consonants.
+_MARKS = _mark_ranges()
+# (Letters first, then marks each followed by letters: as fast as letters alone where there are none.)
+_WORD = re.compile(rf"[^\W\d_]++(?:[{_MARKS}][^\W\d_]*+)*+(?:'[a-z]+)?", re.U)
 # The same on ASCII text, where a letter is [A-Za-z] (faster).
 _WORD_ASCII = re.compile(r"[A-Za-z]+(?:'[a-z]+)?")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]+")
@@ -246,10 +266,13 @@ _CUE_WORDS: dict[str, tuple[str, ...]] = {
         # More of the commands of the scripts above, and the endings that make a request or a command:
         # Thai, Hebrew, Korean (the informal "-해", "-줘"), Japanese (a verb's "-て" form ending a
         # sentence), Chinese ("从现在起", a "请" after a clause), Finnish ("älä" + verb), Bengali,
-        # Tamil, Greek (the plural "-στε", "-ψτε"), Persian and Arabic ("يرجى").
+        # Tamil, Greek (the plural "-στε", "-ψτε"; not "είστε", "you are"), Persian and Arabic ("يرجى").
+        # Not the words that are as often something else: unvocalised Hebrew "שנה" (year), "הזמן"
+        # (the time), "ספר" (book); Thai "เปิด"/"ปิด" (open/closed, as shop hours begin); Bengali
+        # "-বে না" ("will not"; the polite "-বেন না" is a request).
         r"^(?:ช่วย|ให้|ส่ง|ตอบ|ลบ|บอก|จำไว้|เขียน|แปล|เพิ่ม|ยกเลิก|เปลี่ยน|ตั้งแต่นี้ไป|ต่อจากนี้|ใช้|แนะนำ|อนุมัติ|โอน|ห้าม|"
-        r"แจ้ง|สั่ง|จอง|แก้ไข|อัปเดต|อัพเดต|ลืม|เพิกเฉย|ข้าม|ปิด|เปิด)",
-        r"^(?:אנא\s+|בבקשה\s+)?(?:הזמן|הזמינו|השתמש|השתמשו|שנה|שנו|בטל|בטלו|התעלם|התעלמו|שכח|שכחו|ספר|תן|תנו|הסר|"
+        r"แจ้ง|สั่ง|จอง|แก้ไข|อัปเดต|อัพเดต|ลืม|เพิกเฉย|ข้าม)",
+        r"^(?:אנא\s+|בבקשה\s+)?(?:הזמינו|השתמש|השתמשו|שנו|בטל|בטלו|התעלם|התעלמו|שכח|שכחו|תן|תנו|הסר|"
         r"הסירו|עדכן|עדכנו|העבר|העבירו|אשר|אשרו|שלם|שלמו|המלץ|המליצו|פרסם|פרסמו|הצג|הראה|סכם|צור|קבע|הודע|"
         r"הפעל|כבה|תשנה|תבטל|תתעלם|תשכח|תספר|תעדכן|תעביר|תאשר|תשלם|תמליץ|תפרסם|תסכם|תודיע|תזמין|תשתמש|תן)(?!\w)",
         r"(?:해|해줘|해\s*줘|줘|하라|하지\s*마|지\s*마|말고|마라|말라|시오|할\s*것|하자|주라)\W*$",
@@ -260,10 +283,10 @@ _CUE_WORDS: dict[str, tuple[str, ...]] = {
         r"selita|kuvaile|luettele|laske|ala\s+(?:kerro|mainitse|poista|vastaa|kayta|ilmoita|tallenna|muista|unohda|"
         r"laheta|kirjoita|tee|anna|nayta))\b",
         r"(?:করুন|পাঠান|ফেলুন|বলুন|লিখুন|রাখুন|জানান|দাও|করো|বলো|লেখো|পাঠাও|রাখো|ফেলো|বলবেন|করবেন|দেবেন|জানাবেন|"
-        r"ে\s*দিন|বেন?\s+না)\W*$",
+        r"ে\s*দিন|বেন\s+না)\W*$",
         r"(?:ுங்கள்|ுங்க|ாதீர்கள்|ாதே|வும்)\W*$",
         r"^(?:παράκαμψε|ενημέρωσε|ακύρωσε|άλλαξε|κάνε|σταμάτα|ξεκίνα|πρότεινε|μετάφερε|πλήρωσε|"
-        r"\w+(?:ψτε|ξτε|στε|λτε|ντε|είτε))(?!\w)",
+        r"(?!(?:είστε|ήσαστε|μπορείτε|ορίστε)(?!\w))\w+(?:ψτε|ξτε|(?<!μα)στε|λτε|ντε|είτε))(?!\w)",
         r"(?<!\w)(?:نکن|بکن|نکنید|بکنید|کن|کنید|بده|بدهید|بفرستید|بنویسید|نده|ندهید)\W*$|^(?:يرجى|يُرجى|الرجاء|رجاء|من\s+فضلك)",
         # The polite and plural forms (French "-ez", Italian "-ate"/"-ete", Spanish and Portuguese
         # "usted"/"você" forms), and more verbs of tools and records in each language. Not German
@@ -948,8 +971,8 @@ def _own_words(words: list[str], runs: list[str]) -> set[str]:
     return out
 
 
-def _content_words(segment: str) -> set[str]:
-    return _own_words(_WORD.findall(segment), _CJK.findall(segment))
+def _content_words(segment: str, at: int = 0) -> set[str]:
+    return _own_words(_WORD.findall(segment, at), _CJK.findall(segment, at))
 
 
 @lru_cache(maxsize=1 << 16)
@@ -1048,6 +1071,27 @@ def _unlabelled(segment: str, cues: Cues | None) -> tuple[int, bool]:
     return at, named
 
 
+# A time or a date (and a phone number) at a line's start, as chat exports and logs write them before
+# the speaker's name: "[09:03] caio: ", "06:48 +44 7700 900231: ", "[12/03/2024, 09:14:22] ana lima: ".
+_TIME_STAMP = re.compile(
+    r"(?:[\[(<]?\d{1,4}(?:[:./-]\d{1,4}){1,3}(?:\s*[ap]\.?m\.?)?[\])>]?,?\s+|\+?\d[\d ()-]{6,}\d\s*)+"
+    r"(?:[:：]\s+)?"
+)
+_TIME_FIRST = frozenset("0123456789[(<+")
+
+
+def _words_start(segment: str) -> int:
+    """Where the words a segment is hashed and counted by begin: after a time at its start and the
+    speaker's name or number that follows it (the name would be hashed with the line's own words and
+    dilute them); 0 for a segment that does not begin with a time."""
+    if segment[:1] not in _TIME_FIRST or not (stamp := _TIME_STAMP.match(segment)):
+        return 0
+    if stamp.group().rstrip()[-1:] in (":", "："):
+        return stamp.end()
+    speaker = _LABEL.match(segment, stamp.end())
+    return speaker.end() if speaker and speaker.end() < len(segment) else stamp.end()
+
+
 def _cue_state(segment: str, cues: Cues) -> tuple[int, bool]:
     """The bits of the cues ``segment`` has, and whether its lead-in addresses a model or a processor."""
     found = cues.bits(segment)
@@ -1133,27 +1177,30 @@ def _dense(
     return dense
 
 
-_STATIC_CACHE: dict[str, tuple[dict[int, float], int, bool, int]] = {}
+_STATIC_CACHE: dict[str, tuple[dict[int, float], int, bool, int, int]] = {}
 _STATIC_CACHE_SIZE = 4096
 _STATIC_LOCK = threading.Lock()
 
 
-def _static_features(segment: str, cues: Cues, *, cache: bool) -> tuple[dict[int, float], int, bool, int]:
+def _static_features(
+    segment: str, cues: Cues, *, cache: bool
+) -> tuple[dict[int, float], int, bool, int, int]:
     """What a segment's features owe to its own text: hashed tokens, the bits of its cues, whether
-    its lead-in addresses a model, its word count.
+    its lead-in addresses a model, its word count, where its words begin (``_words_start``).
 
     Cached by segment (bounded): the cues narrowed for a text find what the whole cues find.
     """
     if cache and (hit := _STATIC_CACHE.get(segment)) is not None:
         return hit
-    words = _WORD.findall(segment)
+    at = _words_start(segment)
+    words = _WORD.findall(segment, at)
     # Counts in first-seen order (the order the weights are summed in), then L2-normalised.
-    counts = Counter(_token_buckets(words, _CJK.findall(segment)))
+    counts = Counter(_token_buckets(words, _CJK.findall(segment, at)))
     values = list(counts.values())
     # Integer counts: the sum of squares is exact in any order; both maps run in C.
     norm = math.sqrt(sum(map(operator.mul, values, values))) or 1.0
     hashed: dict[int, float] = dict(zip(counts, map(operator.truediv, values, repeat(norm)), strict=True))
-    out = (hashed, *_cue_state(segment, cues), len(words))
+    out = (hashed, *_cue_state(segment, cues), len(words), at)
     if cache:
         with _STATIC_LOCK:
             if len(_STATIC_CACHE) >= _STATIC_CACHE_SIZE:
@@ -1178,7 +1225,7 @@ def segment_features(
     before this one addresses a model or whatever processes the text ("Note for the AI:" on a line
     of its own).
     """
-    hashed, found, addressed, n_words = _static_features(
+    hashed, found, addressed, n_words, _ = _static_features(
         segment, cues or _REFERENCE_CUES, cache=cues is not None
     )
     features = dict(hashed)
@@ -1227,13 +1274,14 @@ def text_segment_features(
     own_text = _own_text(text)
     parts = _segments_of(own_text)
     cues = None if reference else _text_cues(own_text, literals)
-    owns = [_content_words(s) for s in parts]
+    owns, addressing = [], []
+    for s in parts:
+        static = _static_features(s, cues or _REFERENCE_CUES, cache=cues is not None)
+        _, found, addressed, n_words, at = static
+        owns.append(_content_words(s, at))
+        addressing.append(_addresses(found, addressed, n_words))
     context = _context(owns)
     table = _is_table(parts)
-    addressing = []
-    for s in parts:
-        _, found, addressed, n_words = _static_features(s, cues or _REFERENCE_CUES, cache=cues is not None)
-        addressing.append(_addresses(found, addressed, n_words))
     return [
         segment_features(s, context, own, cues, table=table, after_address=n > 0 and addressing[n - 1])
         for n, (s, own) in enumerate(zip(parts, owns, strict=True))
@@ -1305,8 +1353,9 @@ class Detector:
         ascii_text = own_text.isascii()
         words_of = (_WORD_ASCII if ascii_text else _WORD).findall
         for segment in parts:
-            words = words_of(segment)
-            runs = [] if ascii_text else _CJK.findall(segment)
+            at = _words_start(segment)
+            words = words_of(segment, at)
+            runs = [] if ascii_text else _CJK.findall(segment, at)
             first = len(buckets)
             # Unmasked CRCs (masked below, all at once): most bigrams of a new text are new, and
             # hashing them is cheaper than a cache that misses.
