@@ -500,6 +500,7 @@ def test_the_plain_split_is_a_stable_hash_disjoint_and_balanced(
         ("heldout19", "am bn cy el fa gu he lt pa ro so sq sw ta th ti uk ur vi", 25, "heldout-19"),
         ("heldout20", "cs da el fi he hr hu id nb ro sv th uk vi", 31, None),
         ("heldout21", "bn el fa he ka ro sv ta th uk vi", 29, None),
+        ("heldout22", "bn cs el fa he id sv th uk vi", 25, None),
     ],
 )
 def test_the_latest_held_out_sets_are_there_and_scored_once_their_detector_is_committed(
