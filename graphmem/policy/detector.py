@@ -61,6 +61,7 @@ from graphmem.policy.prefilter import (
     top_level,
 )
 from graphmem.policy.text import (
+    char_class,
     code_fences,
     fold,
     json_document,
@@ -110,24 +111,12 @@ _ADDRESS_LEAD = re.compile(r"^(?:[^\s:：,，]+\s+){0,7}[^\s:：,，]+\s*[:：,�
 _ADDRESSEES = ("addressee_ai", "processor")  # the cues that name whom a lead-in addresses
 
 
-def _mark_ranges() -> str:
-    """The combining marks of the Basic Multilingual Plane as a character class's ranges."""
-    marks = [c for c in range(0x300, 0x10000) if unicodedata.category(chr(c)) in ("Mn", "Mc", "Me")]
-    ranges: list[list[int]] = []
-    for c in marks:
-        if ranges and ranges[-1][1] == c - 1:
-            ranges[-1][1] = c
-        else:
-            ranges.append([c, c])
-    return "".join(f"{chr(a)}-{chr(b)}" if b > a else chr(a) for a, b in ranges)
-
-
 # A word is a letter and the letters and combining marks after it: the vowel signs and viramas of
 # Indic scripts, Thai's vowel and tone marks and Arabic's and Hebrew's points are marks, not letters,
 # to ``\w``, and a word of those scripts would otherwise break into single consonants.
-_MARKS = _mark_ranges()
+_MARKS = char_class(c for c in range(0x300, 0x10000) if unicodedata.category(chr(c)) in ("Mn", "Mc", "Me"))
 # (Letters first, then marks each followed by letters: as fast as letters alone where there are none.)
-_WORD = re.compile(rf"[^\W\d_]++(?:[{_MARKS}][^\W\d_]*+)*+(?:'[a-z]+)?", re.U)
+_WORD = re.compile(rf"[^\W\d_]++(?:{_MARKS}[^\W\d_]*+)*+(?:'[a-z]+)?", re.U)
 # The same on ASCII text, where a letter is [A-Za-z] (faster).
 _WORD_ASCII = re.compile(r"[A-Za-z]+(?:'[a-z]+)?")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]+")

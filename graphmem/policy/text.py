@@ -121,7 +121,7 @@ def _is_invisible(ch: str) -> bool:
     return unicodedata.category(ch) == "Cf" or 0xE0000 <= ord(ch) <= 0xE007F
 
 
-def _char_class(chars: Iterator[int]) -> str:
+def char_class(chars: Iterator[int]) -> str:
     """A regex character class of the given code points, as ranges."""
     ranges: list[list[int]] = []
     for c in chars:
@@ -137,12 +137,12 @@ def _char_class(chars: Iterator[int]) -> str:
 @cache
 def _invisible_re() -> re.Pattern[str]:
     # Built on first use from this Python's Unicode tables (no ASCII character is invisible).
-    return re.compile(_char_class(c for c in range(0x80, sys.maxunicode + 1) if _is_invisible(chr(c))))
+    return re.compile(char_class(c for c in range(0x80, sys.maxunicode + 1) if _is_invisible(chr(c))))
 
 
 @cache
 def _accent_re() -> re.Pattern[str]:
-    marks = _char_class(c for c in range(0x80, sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Mn")
+    marks = char_class(c for c in range(0x80, sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Mn")
     return re.compile(rf"(?<=[\x00-\x7f]){marks}+")
 
 
