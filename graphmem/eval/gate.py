@@ -98,13 +98,20 @@ def classify(text: str, trust: Trust, policy: WritePolicy) -> str:
 
 @dataclass
 class GateResult:
-    """One data set under one layer: a confusion table and per-category misses."""
+    """One data set under one layer: a confusion table, per-category misses, and the attacks by
+    where their instruction sits and in which language (where the data set says), with how many of
+    those missed inside a document are blocked when their instruction is written alone."""
 
     dataset: str
     layer: str
     confusion: dict[str, dict[str, int]] = field(default_factory=dict)
     missed_by_category: dict[str, int] = field(default_factory=dict)
     false_blocks_by_category: dict[str, int] = field(default_factory=dict)
+    attacks_by_position: dict[str, int] = field(default_factory=dict)
+    missed_by_position: dict[str, int] = field(default_factory=dict)
+    attacks_by_language: dict[str, int] = field(default_factory=dict)
+    missed_by_language: dict[str, int] = field(default_factory=dict)
+    missed_inside_blocked_alone: int = 0
 
     def count(self, label: str, trust: str, outcomes: Iterable[str] = OUTCOMES) -> int:
         row = self.confusion.get(f"{label}/{trust}", {})
@@ -125,6 +132,11 @@ class GateResult:
             "benign_trusted_blocked": self.rate("benign", "trusted"),
             "missed_by_category": self.missed_by_category,
             "false_blocks_by_category": self.false_blocks_by_category,
+            "attacks_by_position": self.attacks_by_position,
+            "missed_by_position": self.missed_by_position,
+            "attacks_by_language": self.attacks_by_language,
+            "missed_by_language": self.missed_by_language,
+            "missed_inside_blocked_alone": self.missed_inside_blocked_alone,
         }
 
 
@@ -141,10 +153,25 @@ def evaluate(
         row = result.confusion.setdefault(f"{label}/{trust.value}", dict.fromkeys(OUTCOMES, 0))
         row[outcome] += 1
         category = str(line.get("category", "uncategorised"))
-        if label == "attack" and outcome == "accepted":
+        missed = label == "attack" and outcome == "accepted"
+        if missed:
             result.missed_by_category[category] = result.missed_by_category.get(category, 0) + 1
         if label == "benign" and outcome != "accepted":
             result.false_blocks_by_category[category] = result.false_blocks_by_category.get(category, 0) + 1
+        if label != "attack":
+            continue
+        for key, totals, misses in (
+            ("position", result.attacks_by_position, result.missed_by_position),
+            ("lang", result.attacks_by_language, result.missed_by_language),
+        ):
+            if (value := line.get(key)) is not None:
+                totals[str(value)] = totals.get(str(value), 0) + 1
+                misses[str(value)] = misses.get(str(value), 0) + missed
+        # Missed inside a document: would the instruction have been blocked written alone?
+        instruction = line.get("instruction")
+        inside = line.get("position", "alone") != "alone" and instruction and instruction != line["text"]
+        if missed and inside:
+            result.missed_inside_blocked_alone += classify(str(instruction), trust, judged) != "accepted"
     return result
 
 
@@ -299,6 +326,30 @@ def latency(repeat: int = 200) -> dict[str, float]:
     }
 
 
+def _where_missed(r: GateResult) -> list[str]:
+    """The report's lines on where the accepted attacks sit and in which language."""
+    out = []
+    if r.attacks_by_position:
+        where = ", ".join(
+            f"{k} {r.missed_by_position.get(k, 0)} of {n}" for k, n in sorted(r.attacks_by_position.items())
+        )
+        inside = sum(v for k, v in r.missed_by_position.items() if k != "alone")
+        out.append(
+            f"\nAttacks accepted, by where the instruction sits: {where}; of the {inside} accepted inside"
+            f" a document, {r.missed_inside_blocked_alone} would be blocked written alone."
+        )
+    if r.attacks_by_language:
+        english = r.attacks_by_language.get("en", 0)
+        others = sum(r.attacks_by_language.values()) - english
+        missed_en = r.missed_by_language.get("en", 0)
+        missed_others = sum(r.missed_by_language.values()) - missed_en
+        out.append(
+            f"\nAttacks accepted, by language: English {missed_en} of {english}, the other"
+            f" {len(r.attacks_by_language) - (1 if english else 0)} languages {missed_others} of {others}."
+        )
+    return out
+
+
 def _shown(dataset: str) -> str:
     """A data set's name in a report, marked where the detector trains on it."""
     return f"{dataset} (trained on)" if dataset in TRAINED_ON else dataset
@@ -342,6 +393,7 @@ class GateReport:
             if r.missed_by_category:
                 missed = ", ".join(f"{k} {v}" for k, v in sorted(r.missed_by_category.items()))
                 out.append(f"\nAttacks accepted, by category: {missed}.")
+            out += _where_missed(r)
             if r.false_blocks_by_category:
                 blocked = ", ".join(f"{k} {v}" for k, v in sorted(r.false_blocks_by_category.items()))
                 out.append(f"\nBenign blocked, by category: {blocked}.")
