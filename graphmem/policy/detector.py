@@ -1012,10 +1012,16 @@ _ADDRESSEE_BITS = reduce(operator.or_, map(_CUE_BIT.__getitem__, _ADDRESSEES))
 # mark: a comment's imperative is most often the code's own, "# skip the header"); and a speaker's
 # name or a field's label ("lee: ", "commentaire : ", "agent-hint: "): up to four words before a
 # colon and a space. A CSV row's cells before its last one count as stamps too ("total,566100,…,\"").
+_TIME = r"[\[(<]?\d{1,4}(?:[:./-]\d{1,4}){1,3}(?:\s*[ap]\.?m\.?)?[\])>]?,?\s+"
+_PHONE = r"\+?\d[\d ()-]{6,}\d\s*"
 _STAMP = re.compile(
-    r"(?:[\[(<]?\d{1,4}(?:[:./-]\d{1,4}){1,3}(?:\s*[ap]\.?m\.?)?[\])>]?,?\s+|[\[(<][^\])>\n]{1,40}[\])>]\s*"
-    r"|\+?\d[\d ()-]{6,}\d\s*|[—–|]\s*|[:：]\s+|(?:[^,\"\n]{0,60},(?! )){2,}\"?)+"
+    rf"(?:{_TIME}|[\[(<][^\])>\n]{{1,40}}[\])>]\s*|{_PHONE}|[—–|]\s*|[:：]\s+"
+    rf"|(?:[^,\"\n]{{0,60}},(?! )){{2,}}\"?)+"
 )
+# Of those, a time or a date (and a phone number), as chat exports and logs write them before the
+# speaker's name: "[09:03] caio: ", "06:48 +44 7700 900231: ", "[12/03/2024, 09:14:22] ana lima: ".
+_TIME_STAMP = re.compile(rf"(?:{_TIME}|{_PHONE})+(?:[:：]\s+)?")
+_TIME_FIRST = frozenset("0123456789[(<+")
 # A field's name right against its value is a label too ("DESCRIPTION:Note for the assistant: …",
 # as calendars and logs write them): one word, then a letter (not "https://" or "9:30").
 _LABEL = re.compile(r"(?:[^\s:：,，]+\s+){0,3}[^\s:：,，]+\s*[:：]\s+|[^\W\d_][\w-]{1,24}[:：](?=[^\W\d_])")
@@ -1058,15 +1064,6 @@ def _unlabelled(segment: str, cues: Cues | None) -> tuple[int, bool]:
         if stamp := _STAMP.match(segment, at):
             at = stamp.end() if stamp.end() < len(segment) else at
     return at, named
-
-
-# A time or a date (and a phone number) at a line's start, as chat exports and logs write them before
-# the speaker's name: "[09:03] caio: ", "06:48 +44 7700 900231: ", "[12/03/2024, 09:14:22] ana lima: ".
-_TIME_STAMP = re.compile(
-    r"(?:[\[(<]?\d{1,4}(?:[:./-]\d{1,4}){1,3}(?:\s*[ap]\.?m\.?)?[\])>]?,?\s+|\+?\d[\d ()-]{6,}\d\s*)+"
-    r"(?:[:：]\s+)?"
-)
-_TIME_FIRST = frozenset("0123456789[(<+")
 
 
 def _words_start(segment: str) -> int:
