@@ -166,12 +166,11 @@ def evaluate(
         ):
             if (value := line.get(key)) is not None:
                 totals[str(value)] = totals.get(str(value), 0) + 1
-                misses[str(value)] = misses.get(str(value), 0) + missed
+                misses[str(value)] = misses.get(str(value), 0) + int(missed)
         # Missed inside a document: would the instruction have been blocked written alone?
-        instruction = line.get("instruction")
-        inside = line.get("position", "alone") != "alone" and instruction and instruction != line["text"]
-        if missed and inside:
-            result.missed_inside_blocked_alone += classify(str(instruction), trust, judged) != "accepted"
+        instruction = str(line.get("instruction") or "")
+        if missed and line.get("position", "alone") != "alone" and instruction not in ("", line["text"]):
+            result.missed_inside_blocked_alone += classify(instruction, trust, judged) != "accepted"
     return result
 
 
