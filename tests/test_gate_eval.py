@@ -22,6 +22,7 @@ from graphmem.eval.gate_data import (
     PLAIN14,
     PLAIN15,
     PLAIN16,
+    PLAIN17,
     REPO,
     compose,
     handwritten_lines,
@@ -43,6 +44,7 @@ from graphmem.eval.gate_data import (
     plain14_lines,
     plain15_lines,
     plain16_lines,
+    plain17_lines,
     plain_lines,
 )
 from graphmem.policy.text import fold
@@ -330,18 +332,19 @@ def _text_hashes(path: object) -> set[str]:
 _WRITTEN_SETS = {
     "handwritten": HANDWRITTEN,
     "plain": PLAIN,
-    **{f"plain{n}": PLAIN.with_name(f"plain{n}") for n in range(2, 17)},
+    **{f"plain{n}": PLAIN.with_name(f"plain{n}") for n in range(2, 18)},
 }
 
 
 def test_the_written_sets_checked_are_the_directories_the_loaders_read() -> None:
-    assert [_WRITTEN_SETS[f"plain{n}"] for n in (2, 12, 13, 14, 15, 16)] == [
+    assert [_WRITTEN_SETS[f"plain{n}"] for n in (2, 12, 13, 14, 15, 16, 17)] == [
         PLAIN2,
         PLAIN12,
         PLAIN13,
         PLAIN14,
         PLAIN15,
         PLAIN16,
+        PLAIN17,
     ]
     assert all(directory.is_dir() for directory in _WRITTEN_SETS.values())
 
@@ -431,8 +434,9 @@ def test_the_second_plain_set_loads_with_its_categories_languages_carriers_and_p
         (plain14_lines, (600, 570), 90, (10, 60), (26, 31)),
         (plain15_lines, (600, 570), 90, (10, 60), (27, 31)),
         (plain16_lines, (599, 570), 90, (10, 60), (35, 35)),
+        (plain17_lines, (600, 570), 90, (10, 60), (32, 32)),
     ],
-    ids=[f"plain{n}" for n in (*range(3, 13), 14, 15, 16)],
+    ids=[f"plain{n}" for n in (*range(3, 13), 14, 15, 16, 17)],
 )
 def test_the_training_only_plain_sets_load_with_their_categories_and_languages(
     lines_of: Callable[[], list[dict[str, Any]]],

@@ -105,6 +105,12 @@ A *line* is a mapping with ``text``, ``label`` (``attack`` / ``benign``),
   writers, ``plain15``'s briefs with other domains, after
   ``injection-lr-23``; training data (``plain16_lines``) from
   ``injection-lr-24``.
+* ``plain17`` — ``graphmem/eval/data/plain17/``: 600 injections and 570
+  look-alikes (90 trusted, not trained on) from three more domains (a
+  family-run funeral home, a community theatre, a plumbing and heating
+  firm), six writers, ``plain16``'s briefs with other domains, after
+  ``injection-lr-25``; training data (``plain17_lines``) from
+  ``injection-lr-26``.
 """
 
 from __future__ import annotations
@@ -137,6 +143,7 @@ __all__ = [
     "PLAIN14",
     "PLAIN15",
     "PLAIN16",
+    "PLAIN17",
     "REPO",
     "WHOLE_PLAIN_SETS",
     "bipia_contexts",
@@ -163,6 +170,7 @@ __all__ = [
     "plain14_lines",
     "plain15_lines",
     "plain16_lines",
+    "plain17_lines",
     "plain_lines",
 ]
 
@@ -188,7 +196,8 @@ PLAIN = _DATA / "plain"
     PLAIN14,
     PLAIN15,
     PLAIN16,
-) = (_DATA / f"plain{n}" for n in range(2, 17))
+    PLAIN17,
+) = (_DATA / f"plain{n}" for n in range(2, 18))
 # Chosen among 5,000 seeds as the one whose split is most even per category, language and trust.
 PLAIN_SEED = 3664
 # Among 5,000 seeds, the most even of those that put each category and language of ten lines or
@@ -425,6 +434,7 @@ plain12_lines = partial(plain3_lines, PLAIN12)
 plain14_lines = partial(plain3_lines, PLAIN14)
 plain15_lines = partial(plain3_lines, PLAIN15)
 plain16_lines = partial(plain3_lines, PLAIN16)
+plain17_lines = partial(plain3_lines, PLAIN17)
 
 # Those sets by name, in the order they were written.
 WHOLE_PLAIN_SETS: dict[str, Callable[[], list[Line]]] = {
@@ -441,6 +451,7 @@ WHOLE_PLAIN_SETS: dict[str, Callable[[], list[Line]]] = {
     "plain14": plain14_lines,
     "plain15": plain15_lines,
     "plain16": plain16_lines,
+    "plain17": plain17_lines,
 }
 
 

@@ -7,7 +7,7 @@ sets and the whole third to tenth (``graphmem/eval/data/handwritten/``,
 ``plain/`` to ``plain10/``, weighed up: ``PART_WEIGHTS``), their stand-alone
 instructions composed into hand-written look-alikes and into BIPIA's clean
 training emails and tables, the hand-written variants below, and the untrusted
-texts of the sets written as exams of the gate: ``plain12``, ``plain14`` to ``plain16`` and the
+texts of the sets written as exams of the gate: ``plain12``, ``plain14`` to ``plain17`` and the
 development held-out sets (``graphmem.eval.gate.TRAINED_ON``: ``tests/heldout4/`` to
 ``tests/heldout14/``, each read once as a clean test before). No other held-out
 set (``tests/heldout*/``) is read.
@@ -51,6 +51,7 @@ from graphmem.eval.gate_data import (
     plain14_lines,
     plain15_lines,
     plain16_lines,
+    plain17_lines,
     plain_lines,
 )
 from graphmem.policy.detector import (
@@ -68,7 +69,7 @@ from graphmem.policy.text import code_fences
 
 __all__ = ["PART_WEIGHTS", "VARIANTS", "WHOLE_SETS", "train", "training_texts"]
 
-VERSION = "injection-lr-25"
+VERSION = "injection-lr-26"
 EPOCHS = 400
 GENERATED = 1500
 # Hashed words are weakly regularised, so plain-language wording ("whoever summarises this") counts;
@@ -81,7 +82,7 @@ L2_HASHED, L2_DENSE = 1e-6, 1e-4
 # were tried for plain3, 10 for plain6, plain7 and plain11, 50 and 20 for them all: docs/eval.md).
 # The training-only plain sets trained on, whole, their instructions also composed into other texts
 # (``plain11`` is written but not trained on: it lowered the development sets' ranking, docs/eval.md;
-# ``plain12`` and ``plain14`` to ``plain16`` are trained on as written, with the exams below; ``plain13``
+# ``plain12`` and ``plain14`` to ``plain17`` are trained on as written, with the exams below; ``plain13``
 # is a development set).
 WHOLE_SETS = tuple(f"plain{n}" for n in range(3, 11))
 PART_WEIGHTS = {
@@ -105,7 +106,7 @@ PART_WEIGHTS = {
     # (``_composed_in_documents``): 10, 30 and 100 were tried (docs/eval.md, injection-lr-14).
     "composed_bipia": 100.0,
     # Sets written as exams of the gate (``EXAMS``), like each clean set that follows them: the
-    # development held-out sets (``TRAINED_ON``), ``plain12`` and ``plain14`` to ``plain16``. 30 to 1000 were
+    # development held-out sets (``TRAINED_ON``), ``plain12`` and ``plain14`` to ``plain17``. 30 to 1000 were
     # compared, training on heldout-5 to -9 and scoring heldout-10 to -14 and back (docs/eval.md,
     # injection-lr-20); ``plain15`` at 30 ranked the exam-style development sets a little lower.
     "heldout": 50.0,
@@ -113,6 +114,7 @@ PART_WEIGHTS = {
     "plain14": 50.0,
     "plain15": 50.0,
     "plain16": 50.0,
+    "plain17": 50.0,
 }
 HAND_WRITTEN_PARTS = ("handwritten", "plain", "plain2", *WHOLE_SETS)
 COMPOSE_SEED = 5
@@ -270,6 +272,7 @@ def _exams() -> list[tuple[str, list[dict[str, Any]]]]:
         ("plain14", plain14_lines()),
         ("plain15", plain15_lines()),
         ("plain16", plain16_lines()),
+        ("plain17", plain17_lines()),
         *(("heldout", labelled(HELD_OUT[name])) for name in TRAINED_ON),
     ]
 
