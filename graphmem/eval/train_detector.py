@@ -47,11 +47,6 @@ from graphmem.eval.gate_data import (
     handwritten_lines,
     labelled,
     plain2_lines,
-    plain12_lines,
-    plain14_lines,
-    plain15_lines,
-    plain16_lines,
-    plain17_lines,
     plain_lines,
 )
 from graphmem.policy.detector import (
@@ -85,6 +80,8 @@ L2_HASHED, L2_DENSE = 1e-6, 1e-4
 # ``plain12`` and ``plain14`` to ``plain17`` are trained on as written, with the exams below; ``plain13``
 # is a development set).
 WHOLE_SETS = tuple(f"plain{n}" for n in range(3, 11))
+# The plain sets written as exams of the gate, trained on as written (``_exams``).
+EXAM_SETS = ("plain12", "plain14", "plain15", "plain16", "plain17")
 PART_WEIGHTS = {
     # BIPIA's composed texts and the generated ones weigh 3: at 1, adding the exam sets below lowered
     # the ranking of BIPIA's unseen categories (bipia-dev); at 3 it is back (docs/eval.md,
@@ -110,11 +107,7 @@ PART_WEIGHTS = {
     # compared, training on heldout-5 to -9 and scoring heldout-10 to -14 and back (docs/eval.md,
     # injection-lr-20); ``plain15`` at 30 ranked the exam-style development sets a little lower.
     "heldout": 50.0,
-    "plain12": 50.0,
-    "plain14": 50.0,
-    "plain15": 50.0,
-    "plain16": 50.0,
-    "plain17": 50.0,
+    **dict.fromkeys(EXAM_SETS, 50.0),
 }
 HAND_WRITTEN_PARTS = ("handwritten", "plain", "plain2", *WHOLE_SETS)
 COMPOSE_SEED = 5
@@ -268,11 +261,7 @@ def _exams() -> list[tuple[str, list[dict[str, Any]]]]:
     """The sets written as exams of the gate, by part: trained on whole (their untrusted texts),
     as written (their instructions are not composed into other texts)."""
     return [
-        ("plain12", plain12_lines()),
-        ("plain14", plain14_lines()),
-        ("plain15", plain15_lines()),
-        ("plain16", plain16_lines()),
-        ("plain17", plain17_lines()),
+        *((name, WHOLE_PLAIN_SETS[name]()) for name in EXAM_SETS),
         *(("heldout", labelled(HELD_OUT[name])) for name in TRAINED_ON),
     ]
 
