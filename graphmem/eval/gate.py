@@ -199,6 +199,7 @@ HELD_OUT = {
     "heldout-19": REPO / "tests" / "heldout19",
     "heldout-20": REPO / "tests" / "heldout20",
     "heldout-21": REPO / "tests" / "heldout21",
+    "heldout-22": REPO / "tests" / "heldout22",
 }
 # Development held-out sets trained on since injection-lr-20 (their untrusted texts): each has been
 # read once as a clean test before. ``heldout`` to ``heldout-3`` mark no instruction in their attacks,
@@ -220,7 +221,7 @@ def gate_datasets(
     bipia_dir: Path | None = None, names: Iterable[str] = DATASETS
 ) -> dict[str, list[dict[str, Any]]]:
     """The data sets of ``names`` that are found: ``corpus``, ``handwritten-dev``, ``plain-dev``,
-    ``plain2-dev``, ``plain13-dev``, ``heldout`` and ``heldout-2`` to ``heldout-21`` (the repository),
+    ``plain2-dev``, ``plain13-dev``, ``heldout`` and ``heldout-2`` to ``heldout-22`` (the repository),
     ``bipia-dev`` and ``generated-dev`` (from BIPIA's training split, given or nearby). A data set not
     named is not read."""
     wanted = set(names)
