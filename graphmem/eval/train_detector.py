@@ -16,10 +16,12 @@ Segments that come from an inserted or hand-marked instruction are positives
 ``_fragment``); every other segment is a negative.
 Logistic regression by full-batch gradient descent (Adam) in NumPy, with a
 fixed seed and order, so a retrain reproduces the shipped
-weights. Thresholds come from the training texts alone, scored out of fold
-(five folds, each scored by a model trained on the other four): quarantine
-above the 96th percentile of benign texts' scores, reject above the 99.8th (at
-least 0.9).
+weights. The training texts are then scored out of fold (five folds, each
+scored by a model trained on the other four), and from those segment logits
+come the document stage (a logistic regression, by Newton's method, over each
+text's ``document_features``: its highest segment logit weighed against the
+rest of the text) and the thresholds: quarantine above the 96th percentile of
+benign texts' document-stage scores, reject above the 99.8th (at least 0.9).
 """
 
 # ruff: noqa: RUF001  (the training variants are in many languages)
@@ -53,10 +55,13 @@ from graphmem.policy.detector import (
     _CJK,
     _WORD,
     CUES,
+    DOCUMENT_FEATURES,
     FEATURE_DIM,
     HASH_DIM,
     WEIGHTS_FILE,
     dense_feature_names,
+    document_features,
+    first_copies,
     segments,
     text_segment_features,
 )
@@ -64,12 +69,14 @@ from graphmem.policy.text import code_fences
 
 __all__ = ["PART_WEIGHTS", "VARIANTS", "WHOLE_SETS", "train", "training_texts"]
 
-VERSION = "injection-lr-26"
+VERSION = "injection-lr-27"
 EPOCHS = 400
 GENERATED = 1500
 # Hashed words are weakly regularised, so plain-language wording ("whoever summarises this") counts;
 # with 2^15 buckets, 1e-6 ranked the development sets best (3e-5, 1e-5, 3e-6 and 3e-7 were tried).
 L2_HASHED, L2_DENSE = 1e-6, 1e-4
+# The document stage's regularisation (on standardised features, the texts' weights averaging 1).
+DOCUMENT_L2 = 1.0
 # How much each part of the training data weighs, per segment, relative to the others (the
 # positive and the negative segments are then balanced to half the loss each).
 # The hand-written and plain parts are small (about 5,150 attacks and 3,620 look-alikes among 15,200
@@ -340,17 +347,37 @@ def _fit(indices: Any, data: Any, row_of: Any, y: Any, part: Any, n_rows: int) -
     return w.astype("<f4"), b
 
 
-def _text_probabilities(
-    w32: Any, b: float, indices: Any, data: Any, row_of: Any, owner: Any, n_texts: int
-) -> Any:
-    """Each text's probability: its most suspicious segment's, with the float32 weights shipped."""
+def _row_logits(w32: Any, b: float, indices: Any, data: Any, row_of: Any, n_rows: int) -> Any:
+    """Each segment's logit, with the float32 weights shipped."""
     import numpy as np
 
-    n_rows = len(owner)
-    z = np.bincount(row_of, weights=data * w32.astype(np.float64)[indices], minlength=n_rows) + b
-    doc_z = np.full(n_texts, -np.inf)
-    np.maximum.at(doc_z, owner, z)
-    return 1.0 / (1.0 + np.exp(-np.clip(doc_z, -60, 60)))
+    return np.bincount(row_of, weights=data * w32.astype(np.float64)[indices], minlength=n_rows) + b
+
+
+def _fit_document(features: Any, y: Any, part: Any) -> tuple[list[float], float]:
+    """The document stage: a logistic regression over each text's ``document_features`` (attacks and
+    look-alikes each half the loss, weighed by part within each), by Newton's method on standardised
+    features; the weights and bias returned for the raw features, rounded as shipped."""
+    import numpy as np
+
+    sample_w = np.where(y == 1, 0.5 * part / part[y == 1].sum(), 0.5 * part / part[y == 0].sum())
+    sample_w = sample_w / sample_w.mean()
+    mu, sd = features.mean(axis=0), features.std(axis=0) + 1e-9
+    x = np.column_stack([(features - mu) / sd, np.ones(len(features))])
+    reg = np.full(x.shape[1], DOCUMENT_L2)
+    reg[-1] = 0.0
+    beta = np.zeros(x.shape[1])
+    for _ in range(100):
+        p = 1.0 / (1.0 + np.exp(-np.clip(x @ beta, -60, 60)))
+        gradient = x.T @ (sample_w * (p - y)) + reg * beta
+        hessian = (x * (sample_w * p * (1 - p))[:, None]).T @ x + np.diag(reg + 1e-9)
+        step = np.linalg.solve(hessian, gradient)
+        beta -= step
+        if np.abs(step).max() < 1e-10:
+            break
+    weights = beta[:-1] / sd
+    bias = beta[-1] - float(weights @ mu)
+    return [round(float(x), 6) for x in weights], round(float(bias), 6)
 
 
 def train(bipia_dir: Path) -> dict[str, Any]:
@@ -362,6 +389,8 @@ def train(bipia_dir: Path) -> dict[str, Any]:
     labels: list[int] = []
     owner_list: list[int] = []
     part_w: list[float] = []
+    # Whether a row's segment is written earlier in its text (the document stage reads it once).
+    copies: list[bool] = []
     fragments = 0
     for n, (line, inserted) in enumerate(texts):
         text = str(line["text"])
@@ -369,7 +398,9 @@ def train(bipia_dir: Path) -> dict[str, Any]:
         marks = _label_segments(line, inserted)
         if len(marks) != len(feats):  # pragma: no cover - segments() and the features split alike
             raise RuntimeError("segmentation mismatch")
-        for segment, row, mark in zip(segments(text), feats, marks, strict=True):
+        parts = segments(text)
+        first = set(first_copies(parts))
+        for k, (segment, row, mark) in enumerate(zip(parts, feats, marks, strict=True)):
             if mark and _fragment(segment, row):
                 fragments += 1
                 continue
@@ -377,6 +408,7 @@ def train(bipia_dir: Path) -> dict[str, Any]:
             labels.append(mark)
             owner_list.append(n)
             part_w.append(PART_WEIGHTS[line["part"]])
+            copies.append(k not in first)
     indptr = np.zeros(len(rows) + 1, dtype=np.int64)
     indptr[1:] = np.cumsum([len(r) for r in rows])
     indices = np.fromiter((i for r in rows for i in sorted(r)), dtype=np.int64, count=int(indptr[-1]))
@@ -387,11 +419,11 @@ def train(bipia_dir: Path) -> dict[str, Any]:
     part = np.asarray(part_w, dtype=np.float64)
     weights32, b = _fit(indices, data, row_of, y, part, len(rows))
     benign = np.asarray([line["label"] == "benign" for line, _ in texts])
-    # Thresholds from scores of texts the model did not see: each fold's texts are scored by a
-    # model trained on the other folds (a model scores its own training texts too low to tell how
-    # it scores new ones).
+    # The document stage and the thresholds from segment logits of texts the model did not see: each
+    # fold's texts are scored by a model trained on the other folds (a model scores its own training
+    # texts too low to tell how it scores new ones).
     fold = np.asarray(random.Random(FOLD_SEED).choices(range(FOLDS), k=len(texts)))
-    doc_p = np.full(len(texts), np.nan)
+    unseen_z = np.full(len(rows), np.nan)
     for k in range(FOLDS):
         keep_row = fold[owner] != k
         new_row = np.cumsum(keep_row) - 1
@@ -404,10 +436,25 @@ def train(bipia_dir: Path) -> dict[str, Any]:
             part[keep_row],
             int(keep_row.sum()),
         )
-        p_all = _text_probabilities(wk, bk, indices, data, row_of, owner, len(texts))
-        doc_p[fold == k] = p_all[fold == k]
-    scored = np.bincount(owner, minlength=len(texts)) > 0  # a text without a segment has no score
-    benign_p = np.sort(doc_p[benign & scored])
+        in_fold = fold[owner] == k
+        unseen_z[in_fold] = _row_logits(wk, bk, indices, data, row_of, len(rows))[in_fold]
+    scored = np.flatnonzero(np.bincount(owner, minlength=len(texts)) > 0)  # texts with a segment
+    ends = np.searchsorted(owner, np.arange(len(texts) + 1))  # ``owner`` ascends: a text's rows in a run
+    read = ~np.asarray(copies, dtype=bool)
+
+    def distinct(n: int) -> Any:
+        """Text ``n``'s out-of-fold logits, a segment written again read once (as ``Detector.score``)."""
+        z, first = unseen_z[ends[n] : ends[n + 1]], read[ends[n] : ends[n + 1]]
+        return z[first] if first.any() else z
+
+    doc_x = np.asarray([document_features(distinct(int(n))) for n in scored])
+    doc_y = np.asarray([texts[n][0]["label"] == "attack" for n in scored], dtype=np.float64)
+    doc_part = np.asarray([PART_WEIGHTS[texts[n][0]["part"]] for n in scored])
+    doc_w, doc_b = _fit_document(doc_x, doc_y, doc_part)
+    doc_p = np.full(len(texts), np.nan)
+    doc_p[scored] = 1.0 / (1.0 + np.exp(-np.clip(doc_b + doc_x @ np.asarray(doc_w), -60, 60)))
+    scored_mask = np.isfinite(doc_p)
+    benign_p = np.sort(doc_p[benign & scored_mask])
     quarantine_at = float(max(0.5, benign_p[int(QUARANTINE_QUANTILE * (len(benign_p) - 1))]))
     reject_at = float(max(0.9, benign_p[int(REJECT_QUANTILE * (len(benign_p) - 1))] + 1e-6))
     blob = array.array("f", weights32.tolist()).tobytes()
@@ -425,9 +472,10 @@ def train(bipia_dir: Path) -> dict[str, Any]:
             "fragments_left_out": fragments,
             "epochs": EPOCHS,
             "folds": FOLDS,
-            "benign_unseen_quarantined": float((doc_p[benign] >= quarantine_at).mean()),
-            "attack_unseen_blocked": float((doc_p[~benign] >= quarantine_at).mean()),
+            "benign_unseen_quarantined": float((doc_p[benign & scored_mask] >= quarantine_at).mean()),
+            "attack_unseen_blocked": float((doc_p[~benign & scored_mask] >= quarantine_at).mean()),
         },
+        "document": {"features": list(DOCUMENT_FEATURES), "weights": doc_w, "bias": doc_b},
         "dense_weights": {
             n: round(float(x), 4) for n, x in zip(dense_feature_names(), weights32[HASH_DIM:], strict=True)
         },

@@ -17,7 +17,11 @@ of features:
 * hashed word unigrams and bigrams (and character bigrams of CJK runs), kept
   weak by stronger regularisation in training.
 
-The text's score is its most suspicious segment's. Weights ship in
+A second, document stage turns the segments' logits into the text's: its most
+suspicious segment's logit weighed against the rest of its document (whether
+the text is one segment, how many it has, their median logit), so that an
+instruction among statements counts for more than one among other requests.
+Weights ship in
 ``detector_weights.json`` (trained by ``python -m graphmem.eval.train_detector``);
 inference is plain Python. Pure: imports the standard library,
 ``graphmem.policy.text`` and ``graphmem.policy.prefilter`` only.
@@ -73,9 +77,12 @@ from graphmem.policy.text import (
 
 __all__ = [
     "CUES",
+    "DOCUMENT_FEATURES",
     "HASH_DIM",
     "Detector",
     "InjectionScore",
+    "document_features",
+    "first_copies",
     "load_detector",
     "own_text",
     "segment_features",
@@ -1274,6 +1281,36 @@ def text_segment_features(
     ]
 
 
+# What the document stage reads of a text's segment logits (``document_features``), in weight order.
+DOCUMENT_FEATURES = ("most_suspicious", "one_segment", "log_segments", "median")
+# Segments are counted up to this many: the highest of many logits is high by chance more often, and
+# the stage learns to discount it, but a text padded with more sentences must not lower its score
+# without end (uncapped, BIPIA's long e-mails with an instruction were discounted below the
+# threshold: bipia-dev 70.0% -> 61.7% blocked, docs/eval.md).
+COUNTED_SEGMENTS = 10
+
+
+def first_copies(parts: list[str]) -> list[int]:
+    """The positions of ``parts`` that are not a copy of an earlier part: the document stage reads a
+    segment written more than once once (written three times, an instruction would raise the median
+    and the count, and hide itself)."""
+    first: dict[str, int] = {}
+    for n, part in enumerate(parts):
+        first.setdefault(part, n)
+    return sorted(first.values())
+
+
+def document_features(logits: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The document stage's inputs for one text's segment logits (one or more, a segment written more
+    than once counted once: ``first_copies``): the highest logit,
+    whether it is the only one, log(1 + their number, counted up to ``COUNTED_SEGMENTS``) and their
+    median."""
+    n = len(logits)
+    return np.asarray(
+        [logits.max(), float(n == 1), math.log1p(min(n, COUNTED_SEGMENTS)), float(np.median(logits))]
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class InjectionScore:
     """The probability that ``text`` carries an instruction to an AI, and which segment says so."""
@@ -1284,18 +1321,22 @@ class InjectionScore:
 
 @dataclass(frozen=True)
 class Detector:
-    """Weights, bias and the two thresholds: reject at ``reject_at``, quarantine at ``quarantine_at``."""
+    """Weights, bias and the two thresholds: reject at ``reject_at``, quarantine at ``quarantine_at``;
+    the document stage's weights (one per ``DOCUMENT_FEATURES``) and bias."""
 
     weights: tuple[float, ...]
     bias: float
     quarantine_at: float
     reject_at: float
     version: str
+    document_weights: tuple[float, ...]
+    document_bias: float
 
     def score(
         self, text: str, *, reference: bool = False, literals: dict[str, Literals] | None = None
     ) -> InjectionScore:
-        """The most suspicious segment's probability (0.0 for a text with no words).
+        """The text's probability (0.0 for a text with no words): the document stage over its
+        segments' logits; ``segment`` is the most suspicious one.
 
         Every segment is scored at once, in NumPy. ``reference=True`` sums each segment's sparse
         features (``text_segment_features``) with every cue run whole: the same score up to
@@ -1308,13 +1349,15 @@ class Detector:
                     for f in text_segment_features(text, reference=True)
                 ]
             )
+            parts = segments(text)
         else:
-            z = self._logits(text, literals)
+            z, parts = self._segment_logits(text, literals)
         if not len(z):
             return InjectionScore(0.0, None)
         where = int(np.argmax(z))
-        best = float(z[where])
-        return InjectionScore(1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, best)))), where)
+        distinct = z[first_copies(parts)]
+        logit = self.document_bias + float(document_features(distinct) @ np.asarray(self.document_weights))
+        return InjectionScore(1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, logit)))), where)
 
     @cached_property
     def _arrays(self) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
@@ -1328,10 +1371,16 @@ class Detector:
 
     def _logits(self, text: str, literals: dict[str, Literals] | None) -> NDArray[np.float64]:
         """Each segment's logit: the features of ``text_segment_features``, never built one by one."""
+        return self._segment_logits(text, literals)[0]
+
+    def _segment_logits(
+        self, text: str, literals: dict[str, Literals] | None
+    ) -> tuple[NDArray[np.float64], list[str]]:
+        """Each segment's logit (``_logits``) and the segments."""
         own_text = _own_text(text)
         parts = _segments_of(own_text)
         if not parts:
-            return np.empty(0)
+            return np.empty(0), parts
         cues = _text_cues(own_text, literals)
         # Unsigned 32-bit CRCs, straight into a buffer NumPy reads without a copy.
         buckets = array.array(_CRC_TYPECODE)
@@ -1374,7 +1423,7 @@ class Detector:
         )
         dense = np.asarray(rows, dtype=np.float64)
         logits: NDArray[np.float64] = self.bias + z + dense @ dense_w + ((dense @ pair_w) * dense).sum(axis=1)
-        return logits
+        return logits, parts
 
 
 def _crc_typecode() -> str:
@@ -1397,13 +1446,24 @@ def load_detector(path: Path = WEIGHTS_FILE) -> Detector:
     """The shipped detector (cached); ``path`` names another weights file."""
     doc = json.loads(path.read_text(encoding="utf-8"))
     weights = decode_weights(doc["weights"])
-    if len(weights) != FEATURE_DIM or doc.get("features") != list(_DENSE):
+    document = doc.get("document", {})
+    if (
+        len(weights) != FEATURE_DIM
+        or doc.get("features") != list(_DENSE)
+        or document.get("features") != list(DOCUMENT_FEATURES)
+    ):
         raise GraphmemError(
             f"{path} was trained for other features; run python -m graphmem.eval.train_detector",
             code="detector_weights_mismatch",
         )
     return Detector(
-        weights, float(doc["bias"]), float(doc["quarantine_at"]), float(doc["reject_at"]), doc["version"]
+        weights,
+        float(doc["bias"]),
+        float(doc["quarantine_at"]),
+        float(doc["reject_at"]),
+        doc["version"],
+        tuple(float(x) for x in document["weights"]),
+        float(document["bias"]),
     )
 
 
