@@ -541,8 +541,8 @@ def test_the_latest_held_out_sets_are_there_and_scored_once_their_detector_is_co
     injection-lr-15, heldout12 since injection-lr-16, heldout13 since injection-lr-18, heldout14 since
     injection-lr-19, heldout15 since injection-lr-20, heldout16 since injection-lr-21, heldout17 since
     injection-lr-22, heldout18 since injection-lr-23, heldout19 since injection-lr-24,
-    heldout20 since injection-lr-25, heldout21 since injection-lr-26, heldout22 since its reading by
-    injection-lr-27, reverted); until then no data set reads it. Shapes only: no text is shown."""
+    heldout20 since injection-lr-25, heldout21 since injection-lr-26, heldout22 since
+    injection-lr-27); until then no data set reads it. Shapes only: no text is shown."""
     directory = REPO / "tests" / name
     lines = labelled(directory)
     attacks = [x for x in lines if x["label"] == "attack"]
