@@ -110,6 +110,8 @@ def test_a_texts_score_is_its_segments_logits_read_by_the_document_stage() -> No
             np.median(logits),
         ]
         assert score.probability == pytest.approx(1 / (1 + math.exp(-(b + features @ w))), rel=1e-12)
+        # The rules' floor reads the top segment's own probability, on the scale it was chosen on.
+        assert score.segment_probability == pytest.approx(1 / (1 + math.exp(-every.max())), rel=1e-12)
 
 
 _ITEMS = ("brake pads", "chains", "inner tubes", "saddles", "spokes", "helmets", "pedals", "bells")

@@ -94,7 +94,9 @@ class WritePolicy(GraphmemModel):
     rules on untrusted text: where every rule that fired did so on words the
     detector reads too, in the open (not hidden, obfuscated or encoded, not in a
     quotation or string literal the detector leaves out), and the detector
-    scores the text below the floor, the rules do not reject it; the verdict
+    scores the text's most suspicious sentence below the floor (that
+    sentence's own probability, before the document stage weighs it against
+    the rest of the text), the rules do not reject it; the verdict
     names them, prefixed ``unconfirmed:``, and the rest of the gate judges the
     text. ``0.0`` lets every rule reject on its own; so does turning the
     detector off.

@@ -15,7 +15,7 @@ from graphmem.errors import ContractViolation
 from graphmem.model import Kind, MemoryRecord, Sensitivity, Status, Trust, scope_type
 from graphmem.model.base import GraphmemModel
 from graphmem.model.write import WriteDecision, WriteOutcome, WritePolicy, WriteProposal, WriteReason
-from graphmem.policy.detector import load_detector, own_text
+from graphmem.policy.detector import InjectionScore, load_detector, own_text
 from graphmem.policy.poisoning import concealed_findings, only_in_reported_quotations, scan_poisoning
 from graphmem.policy.prefilter import Literals
 from graphmem.policy.secrets import find_secrets, redact_secrets
@@ -239,8 +239,10 @@ def decide(
             and policy.rules_detector_floor > 0
             and not (reported and policy.reported_quotations == "reject")
         ):
-            p = _detector_probability(texts, shared)
-            if p < policy.rules_detector_floor and all(
+            scores = _detector_scores(texts, shared)
+            p = max(score.probability for score in scores)
+            confirmed = max(score.segment_probability for score in scores)
+            if confirmed < policy.rules_detector_floor and all(
                 _read_by_detector(text, labels, shared)
                 for text, (labels, _) in zip(texts, judged, strict=True)
                 if labels
@@ -260,7 +262,7 @@ def decide(
 
     if detecting:
         detector = load_detector()
-        p = _detector_probability(texts, shared) if p is None else p
+        p = max(score.probability for score in _detector_scores(texts, shared)) if p is None else p
         if p >= detector.reject_at:
             return _verdict(
                 proposal,
@@ -334,10 +336,10 @@ def decide(
     return _verdict(proposal, policy, WriteOutcome.ACCEPTED, reason, f"accepted{redacted}", notes, now)
 
 
-def _detector_probability(texts: list[str], shared: dict[str, Literals]) -> float:
-    """The detector's probability for the most suspicious of ``texts``."""
+def _detector_scores(texts: list[str], shared: dict[str, Literals]) -> list[InjectionScore]:
+    """The detector's score of each of ``texts``."""
     detector = load_detector()
-    return max(detector.score(text, literals=shared).probability for text in texts)
+    return [detector.score(text, literals=shared) for text in texts]
 
 
 def _read_by_detector(text: str, labels: list[str], shared: dict[str, Literals]) -> bool:

@@ -1281,6 +1281,10 @@ def text_segment_features(
     ]
 
 
+def _sigmoid(logit: float) -> float:
+    return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, logit))))
+
+
 # What the document stage reads of a text's segment logits (``document_features``), in weight order.
 DOCUMENT_FEATURES = ("most_suspicious", "one_segment", "log_segments", "median")
 # Segments are counted up to this many: the highest of many logits is high by chance more often, and
@@ -1313,10 +1317,13 @@ def document_features(logits: NDArray[np.float64]) -> NDArray[np.float64]:
 
 @dataclass(frozen=True, slots=True)
 class InjectionScore:
-    """The probability that ``text`` carries an instruction to an AI, and which segment says so."""
+    """The probability that ``text`` carries an instruction to an AI (the document stage's), which
+    segment says so, and that segment's own probability (its logit alone, before the document
+    stage: what ``WritePolicy.rules_detector_floor`` compares, on the scale it was chosen on)."""
 
     probability: float
     segment: int | None
+    segment_probability: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -1353,11 +1360,11 @@ class Detector:
         else:
             z, parts = self._segment_logits(text, literals)
         if not len(z):
-            return InjectionScore(0.0, None)
+            return InjectionScore(0.0, None, 0.0)
         where = int(np.argmax(z))
         distinct = z[first_copies(parts)]
         logit = self.document_bias + float(document_features(distinct) @ np.asarray(self.document_weights))
-        return InjectionScore(1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, logit)))), where)
+        return InjectionScore(_sigmoid(logit), where, _sigmoid(float(z[where])))
 
     @cached_property
     def _arrays(self) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
