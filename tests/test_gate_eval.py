@@ -531,6 +531,7 @@ def test_the_plain_split_is_a_stable_hash_disjoint_and_balanced(
         ("heldout21", "bn el fa he ka ro sv ta th uk vi", 29, "heldout-21"),
         ("heldout22", "bn cs el fa he id sv th uk vi", 25, "heldout-22"),
         ("heldout23", "bn cs el fa he id sv th uk vi", 25, None),
+        ("heldout24", "cs da el fi he id sv th uk vi", 27, None),
     ],
 )
 def test_the_latest_held_out_sets_are_there_and_scored_once_their_detector_is_committed(
