@@ -45,6 +45,7 @@ from graphmem.eval.gate_data import (
     plain15_lines,
     plain16_lines,
     plain17_lines,
+    plain18_lines,
     plain_lines,
 )
 from graphmem.policy.text import fold
@@ -435,8 +436,9 @@ def test_the_second_plain_set_loads_with_its_categories_languages_carriers_and_p
         (plain15_lines, (600, 570), 90, (10, 60), (27, 31)),
         (plain16_lines, (599, 570), 90, (10, 60), (35, 35)),
         (plain17_lines, (600, 570), 90, (10, 60), (32, 32)),
+        (plain18_lines, (600, 570), 90, (10, 60), (28, 27)),
     ],
-    ids=[f"plain{n}" for n in (*range(3, 13), 14, 15, 16, 17)],
+    ids=[f"plain{n}" for n in (*range(3, 13), 14, 15, 16, 17, 18)],
 )
 def test_the_training_only_plain_sets_load_with_their_categories_and_languages(
     lines_of: Callable[[], list[dict[str, Any]]],

@@ -292,9 +292,9 @@ def test_training_uses_the_train_halves_the_training_sets_and_only_the_held_out_
         plain_train = [x for x in lines_of("train") if x["source_trust"] == "untrusted"]
         assert {x["text"] for x in plain_train} <= trained
         assert not {x["text"] for x in lines_of("dev")} & trained
-    # The third to tenth, the twelfth and the fourteenth to seventeenth plain sets are training data
+    # The third to tenth, the twelfth and the fourteenth to eighteenth plain sets are training data
     # only: every untrusted line, no trusted one. The eleventh and the thirteenth are not trained on.
-    for name in (*(f"plain{n}" for n in range(3, 11)), "plain12", "plain14", "plain15", "plain16", "plain17"):
+    for name in (*(f"plain{n}" for n in range(3, 11)), "plain12", *(f"plain{n}" for n in range(14, 19))):
         whole = gate_data.WHOLE_PLAIN_SETS[name]()
         assert {x["text"] for x in whole if x["source_trust"] == "untrusted"} <= trained
         assert not {x["text"] for x in whole if x["source_trust"] == "trusted"} & trained

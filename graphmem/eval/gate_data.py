@@ -111,6 +111,12 @@ A *line* is a mapping with ``text``, ``label`` (``attack`` / ``benign``),
   firm), six writers, ``plain16``'s briefs with other domains, after
   ``injection-lr-25``; training data (``plain17_lines``) from
   ``injection-lr-26``.
+* ``plain18`` — ``graphmem/eval/data/plain18/``: 600 injections and 570
+  look-alikes (90 trusted, not trained on) from three more domains (a
+  small IT support firm, a wedding and events venue, a garden centre and
+  landscaping business), six writers, ``plain17``'s briefs with other
+  domains, after ``injection-lr-27``; training data (``plain18_lines``)
+  from ``injection-lr-28``.
 """
 
 from __future__ import annotations
@@ -144,6 +150,7 @@ __all__ = [
     "PLAIN15",
     "PLAIN16",
     "PLAIN17",
+    "PLAIN18",
     "REPO",
     "WHOLE_PLAIN_SETS",
     "bipia_contexts",
@@ -171,6 +178,7 @@ __all__ = [
     "plain15_lines",
     "plain16_lines",
     "plain17_lines",
+    "plain18_lines",
     "plain_lines",
 ]
 
@@ -197,7 +205,8 @@ PLAIN = _DATA / "plain"
     PLAIN15,
     PLAIN16,
     PLAIN17,
-) = (_DATA / f"plain{n}" for n in range(2, 18))
+    PLAIN18,
+) = (_DATA / f"plain{n}" for n in range(2, 19))
 # Chosen among 5,000 seeds as the one whose split is most even per category, language and trust.
 PLAIN_SEED = 3664
 # Among 5,000 seeds, the most even of those that put each category and language of ten lines or
@@ -435,6 +444,7 @@ plain14_lines = partial(plain3_lines, PLAIN14)
 plain15_lines = partial(plain3_lines, PLAIN15)
 plain16_lines = partial(plain3_lines, PLAIN16)
 plain17_lines = partial(plain3_lines, PLAIN17)
+plain18_lines = partial(plain3_lines, PLAIN18)
 
 # Those sets by name, in the order they were written.
 WHOLE_PLAIN_SETS: dict[str, Callable[[], list[Line]]] = {
@@ -452,6 +462,7 @@ WHOLE_PLAIN_SETS: dict[str, Callable[[], list[Line]]] = {
     "plain15": plain15_lines,
     "plain16": plain16_lines,
     "plain17": plain17_lines,
+    "plain18": plain18_lines,
 }
 
 

@@ -7,7 +7,7 @@ sets and the whole third to tenth (``graphmem/eval/data/handwritten/``,
 ``plain/`` to ``plain10/``, weighed up: ``PART_WEIGHTS``), their stand-alone
 instructions composed into hand-written look-alikes and into BIPIA's clean
 training emails and tables, the hand-written variants below, and the untrusted
-texts of the sets written as exams of the gate: ``plain12``, ``plain14`` to ``plain17`` and the
+texts of the sets written as exams of the gate: ``plain12``, ``plain14`` to ``plain18`` and the
 development held-out sets (``graphmem.eval.gate.TRAINED_ON``: ``tests/heldout4/`` to
 ``tests/heldout14/``, each read once as a clean test before). No other held-out
 set (``tests/heldout*/``) is read.
@@ -69,7 +69,7 @@ from graphmem.policy.text import code_fences
 
 __all__ = ["PART_WEIGHTS", "VARIANTS", "WHOLE_SETS", "train", "training_texts"]
 
-VERSION = "injection-lr-27"
+VERSION = "injection-lr-28"
 EPOCHS = 400
 GENERATED = 1500
 # Hashed words are weakly regularised, so plain-language wording ("whoever summarises this") counts;
@@ -84,11 +84,11 @@ DOCUMENT_L2 = 1.0
 # were tried for plain3, 10 for plain6, plain7 and plain11, 50 and 20 for them all: docs/eval.md).
 # The training-only plain sets trained on, whole, their instructions also composed into other texts
 # (``plain11`` is written but not trained on: it lowered the development sets' ranking, docs/eval.md;
-# ``plain12`` and ``plain14`` to ``plain17`` are trained on as written, with the exams below; ``plain13``
+# ``plain12`` and ``plain14`` to ``plain18`` are trained on as written, with the exams below; ``plain13``
 # is a development set).
 WHOLE_SETS = tuple(f"plain{n}" for n in range(3, 11))
 # The plain sets written as exams of the gate, trained on as written (``_exams``).
-EXAM_SETS = ("plain12", "plain14", "plain15", "plain16", "plain17")
+EXAM_SETS = ("plain12", "plain14", "plain15", "plain16", "plain17", "plain18")
 PART_WEIGHTS = {
     # BIPIA's composed texts and the generated ones weigh 3: at 1, adding the exam sets below lowered
     # the ranking of BIPIA's unseen categories (bipia-dev); at 3 it is back (docs/eval.md,
@@ -110,7 +110,7 @@ PART_WEIGHTS = {
     # (``_composed_in_documents``): 10, 30 and 100 were tried (docs/eval.md, injection-lr-14).
     "composed_bipia": 100.0,
     # Sets written as exams of the gate (``EXAMS``), like each clean set that follows them: the
-    # development held-out sets (``TRAINED_ON``), ``plain12`` and ``plain14`` to ``plain17``. 30 to 1000 were
+    # development held-out sets (``TRAINED_ON``), ``plain12`` and ``plain14`` to ``plain18``. 30 to 1000 were
     # compared, training on heldout-5 to -9 and scoring heldout-10 to -14 and back (docs/eval.md,
     # injection-lr-20); ``plain15`` at 30 ranked the exam-style development sets a little lower.
     "heldout": 50.0,
