@@ -890,7 +890,7 @@ def eval_cmd(
 
     With --gate, score the write gate instead: each data set (the rules' own
     corpus, the dev halves of the hand-written and the two plain sets, the thirteenth plain set,
-    BIPIA-composed dev attacks of unseen categories, generated dev attacks, the twenty-three frozen
+    BIPIA-composed dev attacks of unseen categories, generated dev attacks, the twenty-four frozen
     held-out sets, those the detector trains on marked) under each layer, with a confusion table and
     p95 latency.
     """

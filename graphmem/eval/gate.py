@@ -201,6 +201,7 @@ HELD_OUT = {
     "heldout-21": REPO / "tests" / "heldout21",
     "heldout-22": REPO / "tests" / "heldout22",
     "heldout-23": REPO / "tests" / "heldout23",
+    "heldout-24": REPO / "tests" / "heldout24",
 }
 # Development held-out sets trained on since injection-lr-20 (their untrusted texts): each has been
 # read once as a clean test before. ``heldout`` to ``heldout-3`` mark no instruction in their attacks,
@@ -222,7 +223,7 @@ def gate_datasets(
     bipia_dir: Path | None = None, names: Iterable[str] = DATASETS
 ) -> dict[str, list[dict[str, Any]]]:
     """The data sets of ``names`` that are found: ``corpus``, ``handwritten-dev``, ``plain-dev``,
-    ``plain2-dev``, ``plain13-dev``, ``heldout`` and ``heldout-2`` to ``heldout-23`` (the repository),
+    ``plain2-dev``, ``plain13-dev``, ``heldout`` and ``heldout-2`` to ``heldout-24`` (the repository),
     ``bipia-dev`` and ``generated-dev`` (from BIPIA's training split, given or nearby). A data set not
     named is not read."""
     wanted = set(names)
