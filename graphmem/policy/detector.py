@@ -1323,7 +1323,7 @@ class InjectionScore:
 
     probability: float
     segment: int | None
-    segment_probability: float = 0.0
+    segment_probability: float
 
 
 @dataclass(frozen=True)
