@@ -73,7 +73,10 @@ CALL (erasures, writes, done) {
       NOT r.scope STARTS WITH 'run:' OR r.scope IN $own_runs AS in_scope
     UNION ALL
     WITH 1 AS _ WHERE $record_id IS NOT NULL
+    // Planned against a nearly empty database, this branch was once a scan of the Memory index
+    // (seen in a test): the record is sought by its key, always.
     MATCH (m:Memory {tenant: $tenant, id: $record_id})-[r:APPLIES_TO]->(s:Scope)
+    USING INDEX SEEK m:Memory(tenant, id)
     RETURN m, r.id AS id, r.policy AS policy, r.g AS g, (s.type <> 'run' OR s.key IN $own_runs) AND EXISTS {
       MATCH (entry:Scope {tenant: $tenant})-[w:WITHIN*0..]->(s)
       WHERE entry.key IN $entry_scopes AND all(x IN w WHERE x.recorded IS NULL OR x.recorded <= $as_of)
