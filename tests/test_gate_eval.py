@@ -46,6 +46,7 @@ from graphmem.eval.gate_data import (
     plain16_lines,
     plain17_lines,
     plain18_lines,
+    plain19_lines,
     plain_lines,
 )
 from graphmem.policy.text import fold
@@ -487,6 +488,29 @@ def test_the_thirteenth_plain_set_is_a_development_set_of_exam_style_text() -> N
     assert (len({x["lang"] for x in attacks}), len({x["lang"] for x in benign})) == (27, 39)
     assert len({x["text"] for x in lines}) == len(lines)
     assert gate_datasets(names=["plain13-dev"]) == {"plain13-dev": lines}
+
+
+def test_the_nineteenth_plain_set_is_short_text_split_by_domain() -> None:
+    train, dev = plain19_lines("train"), plain19_lines("dev")
+    for lines, domains in ((train, {"pharmacy", "minicab"}), (dev, {"cleaning"})):
+        attacks = [x for x in lines if x["label"] == "attack"]
+        benign = [x for x in lines if x["label"] == "benign"]
+        assert {x["domain"] for x in lines} == domains
+        assert (len(attacks), len(benign)) == (200 * len(domains), 220 * len(domains))
+        assert Counter(x["source_trust"] for x in benign) == Counter(
+            untrusted=200 * len(domains), trusted=20 * len(domains)
+        )
+        assert all(x["source_trust"] == "untrusted" and x["instruction"] in x["text"] for x in attacks)
+        assert set(Counter(x["category"] for x in attacks).values()) == {20 * len(domains)}
+    everything = train + dev
+    # What the set is for: short texts only (the writers' limit was 45 words).
+    assert max(len(x["text"].split()) for x in everything) <= 45
+    assert len({x["text"] for x in everything}) == len(everything) == 1260
+    assert {x["split"] for x in train} == {"train"}
+    assert {x["split"] for x in dev} == {"dev"}
+    assert gate_datasets(names=["plain19-dev"]) == {"plain19-dev": dev}
+    with pytest.raises(ValueError, match="split must be"):
+        plain19_lines("test")
 
 
 @pytest.mark.parametrize(

@@ -28,6 +28,7 @@ from graphmem.eval.gate_data import (
     PLAIN,
     PLAIN2,
     PLAIN13,
+    PLAIN19,
     REPO,
     bipia_lines,
     default_bipia_dir,
@@ -36,6 +37,7 @@ from graphmem.eval.gate_data import (
     labelled,
     plain2_lines,
     plain13_lines,
+    plain19_lines,
     plain_lines,
 )
 from graphmem.model import Kind, Source, Trust
@@ -213,6 +215,7 @@ DATASETS = (
     "plain-dev",
     "plain2-dev",
     "plain13-dev",
+    "plain19-dev",
     "bipia-dev",
     "generated-dev",
     *HELD_OUT,
@@ -223,9 +226,9 @@ def gate_datasets(
     bipia_dir: Path | None = None, names: Iterable[str] = DATASETS
 ) -> dict[str, list[dict[str, Any]]]:
     """The data sets of ``names`` that are found: ``corpus``, ``handwritten-dev``, ``plain-dev``,
-    ``plain2-dev``, ``plain13-dev``, ``heldout`` and ``heldout-2`` to ``heldout-24`` (the repository),
-    ``bipia-dev`` and ``generated-dev`` (from BIPIA's training split, given or nearby). A data set not
-    named is not read."""
+    ``plain2-dev``, ``plain13-dev``, ``plain19-dev``, ``heldout`` and ``heldout-2`` to ``heldout-24``
+    (the repository), ``bipia-dev`` and ``generated-dev`` (from BIPIA's training split, given or
+    nearby). A data set not named is not read."""
     wanted = set(names)
     if unknown := wanted - set(DATASETS):
         raise ValueError(f"unknown data set {sorted(unknown)[0]!r}; one of {', '.join(DATASETS)}")
@@ -241,6 +244,8 @@ def gate_datasets(
         found["plain2-dev"] = plain2_lines("dev")
     if "plain13-dev" in wanted and (PLAIN13 / "attacks.jsonl").is_file():
         found["plain13-dev"] = plain13_lines()
+    if "plain19-dev" in wanted and (PLAIN19 / "attacks.jsonl").is_file():
+        found["plain19-dev"] = plain19_lines("dev")
     bipia = bipia_dir or default_bipia_dir()
     if bipia is not None and "bipia-dev" in wanted:
         found["bipia-dev"] = bipia_lines(bipia, "dev")

@@ -117,6 +117,12 @@ A *line* is a mapping with ``text``, ``label`` (``attack`` / ``benign``),
   landscaping business), six writers, ``plain17``'s briefs with other
   domains, after ``injection-lr-27``; training data (``plain18_lines``)
   from ``injection-lr-28``.
+* ``plain19`` — ``graphmem/eval/data/plain19/``: 600 short injections and
+  660 short look-alikes (60 trusted, not trained on), none over 45 words,
+  from three more domains (a community pharmacy, a minicab firm, a
+  cleaning company), six writers, after ``injection-lr-28``: the pharmacy's
+  and the minicab firm's lines are training data, the cleaning company's
+  the development set ``plain19-dev`` (``plain19_lines``).
 """
 
 from __future__ import annotations
@@ -151,6 +157,8 @@ __all__ = [
     "PLAIN16",
     "PLAIN17",
     "PLAIN18",
+    "PLAIN19",
+    "PLAIN19_DEV_DOMAIN",
     "REPO",
     "WHOLE_PLAIN_SETS",
     "bipia_contexts",
@@ -179,6 +187,7 @@ __all__ = [
     "plain16_lines",
     "plain17_lines",
     "plain18_lines",
+    "plain19_lines",
     "plain_lines",
 ]
 
@@ -206,7 +215,8 @@ PLAIN = _DATA / "plain"
     PLAIN16,
     PLAIN17,
     PLAIN18,
-) = (_DATA / f"plain{n}" for n in range(2, 19))
+    PLAIN19,
+) = (_DATA / f"plain{n}" for n in range(2, 20))
 # Chosen among 5,000 seeds as the one whose split is most even per category, language and trust.
 PLAIN_SEED = 3664
 # Among 5,000 seeds, the most even of those that put each category and language of ten lines or
@@ -464,6 +474,24 @@ WHOLE_PLAIN_SETS: dict[str, Callable[[], list[Line]]] = {
     "plain17": plain17_lines,
     "plain18": plain18_lines,
 }
+
+
+# The nineteenth plain set's development half: one of its three domains, so that short texts are
+# measured on a business the detector was not trained on.
+PLAIN19_DEV_DOMAIN = "cleaning"
+
+
+def plain19_lines(split: str, directory: Path = PLAIN19) -> list[Line]:
+    """The nineteenth plain set's lines of ``split``: ``train`` (the pharmacy's and the minicab
+    firm's) or ``dev`` (the cleaning company's, ``PLAIN19_DEV_DOMAIN``)."""
+    if split not in ("train", "dev"):
+        raise ValueError(f"split must be 'train' or 'dev', not {split!r}")
+    out = []
+    for line in labelled(directory):
+        half = "dev" if line["domain"] == PLAIN19_DEV_DOMAIN else "train"
+        if half == split:
+            out.append({**line, "split": half})
+    return out
 
 
 def plain13_lines(directory: Path = PLAIN13) -> list[Line]:
