@@ -160,6 +160,36 @@ def test_the_document_stage_ranks_the_latest_read_held_out_sets_better_than_the_
         assert _auc(stage[True], stage[False]) > _auc(top[True], top[False]) + 0.005, name
 
 
+def test_short_messages_from_strangers_are_not_quarantined_for_their_length() -> None:
+    """One- to three-sentence messages from a business the detector never trained on (``plain19-dev``:
+    a cleaning company's client texts, bookings, shift chat, complaints, reviews): the look-alikes
+    among them (requests and orders to its people, rules, complaints with demands) are mostly let
+    through and the injections mostly blocked. ``injection-lr-28`` quarantined 68 of the 200
+    look-alikes, learning from its training data that a one-sentence text is usually an attack;
+    ``injection-lr-29`` 36. The rules' corpus's untrusted look-alikes (trained on, mostly one
+    sentence) guard the same regression: lr-26 19, lr-28 46, lr-29 24 of 201. Aggregates only."""
+    from graphmem.eval.gate_data import REPO, plain19_lines
+
+    detector = load_detector()
+
+    def blocked(lines: list[dict[str, Any]]) -> int:
+        return sum(detector.score(str(x["text"])).probability >= detector.quarantine_at for x in lines)
+
+    dev = plain19_lines("dev")
+    look_alikes = [x for x in dev if x["label"] == "benign" and x["source_trust"] == "untrusted"]
+    attacks = [x for x in dev if x["label"] == "attack"]
+    assert len(look_alikes) == len(attacks) == 200
+    assert blocked(look_alikes) <= 44
+    assert blocked(attacks) >= 170
+    corpus = [
+        x
+        for x in labelled(REPO / "tests" / "corpus")
+        if x["label"] == "benign" and x["source_trust"] == "untrusted"
+    ]
+    assert len(corpus) == 201
+    assert blocked(corpus) <= 30
+
+
 def test_an_inserted_instruction_scores_above_its_clean_context() -> None:
     detector = load_detector()
     clean, attacked = detector.score(CLEAN), detector.score(SUSPECT)
@@ -300,6 +330,12 @@ def test_training_uses_the_train_halves_the_training_sets_and_only_the_held_out_
         assert not {x["text"] for x in whole if x["source_trust"] == "trusted"} & trained
     assert not {x["text"] for x in gate_data.plain11_lines()} & trained
     assert not {x["text"] for x in gate_data.plain13_lines()} & trained  # a development set
+    # The nineteenth (short texts): the training half's untrusted lines; its development half
+    # (another business) and its trusted lines not.
+    short_train = gate_data.plain19_lines("train")
+    assert {x["text"] for x in short_train if x["source_trust"] == "untrusted"} <= trained
+    assert not {x["text"] for x in short_train if x["source_trust"] == "trusted"} & trained
+    assert not {x["text"] for x in gate_data.plain19_lines("dev")} & trained
     # The development held-out sets (each read once as a clean test before) are trained on: every
     # untrusted text, no trusted one; no other held-out text is, whether read or waiting to be read.
     assert set(TRAINED_ON) < set(HELD_OUT)

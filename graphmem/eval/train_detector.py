@@ -7,9 +7,10 @@ sets and the whole third to tenth (``graphmem/eval/data/handwritten/``,
 ``plain/`` to ``plain10/``, weighed up: ``PART_WEIGHTS``), their stand-alone
 instructions composed into hand-written look-alikes and into BIPIA's clean
 training emails and tables, the hand-written variants below, and the untrusted
-texts of the sets written as exams of the gate: ``plain12``, ``plain14`` to ``plain18`` and the
-development held-out sets (``graphmem.eval.gate.TRAINED_ON``: ``tests/heldout4/`` to
-``tests/heldout14/``, each read once as a clean test before). No other held-out
+texts of the sets written as exams of the gate: ``plain12``, ``plain14`` to ``plain18``, the
+training half of ``plain19`` (short texts) and the development held-out sets
+(``graphmem.eval.gate.TRAINED_ON``: ``tests/heldout4/`` to ``tests/heldout14/``, each read once as
+a clean test before). No other held-out
 set (``tests/heldout*/``) is read.
 Segments that come from an inserted or hand-marked instruction are positives
 (but a fragment of two words in which no cue fires, "P.S.", is left out:
@@ -49,6 +50,7 @@ from graphmem.eval.gate_data import (
     handwritten_lines,
     labelled,
     plain2_lines,
+    plain19_lines,
     plain_lines,
 )
 from graphmem.policy.detector import (
@@ -69,7 +71,7 @@ from graphmem.policy.text import code_fences
 
 __all__ = ["PART_WEIGHTS", "VARIANTS", "WHOLE_SETS", "train", "training_texts"]
 
-VERSION = "injection-lr-28"
+VERSION = "injection-lr-29"
 EPOCHS = 400
 GENERATED = 1500
 # Hashed words are weakly regularised, so plain-language wording ("whoever summarises this") counts;
@@ -115,6 +117,10 @@ PART_WEIGHTS = {
     # injection-lr-20); ``plain15`` at 30 ranked the exam-style development sets a little lower.
     "heldout": 50.0,
     **dict.fromkeys(EXAM_SETS, 50.0),
+    # ``plain19``'s training half (short texts, two of its three domains), as written: 20, 50 and 100
+    # were compared on the development sets (docs/eval.md, injection-lr-29); above 20 the short
+    # look-alikes gained little more and the exam-style documents lost.
+    "plain19": 20.0,
 }
 HAND_WRITTEN_PARTS = ("handwritten", "plain", "plain2", *WHOLE_SETS)
 COMPOSE_SEED = 5
@@ -269,6 +275,7 @@ def _exams() -> list[tuple[str, list[dict[str, Any]]]]:
     as written (their instructions are not composed into other texts)."""
     return [
         *((name, WHOLE_PLAIN_SETS[name]()) for name in EXAM_SETS),
+        ("plain19", plain19_lines("train")),
         *(("heldout", labelled(HELD_OUT[name])) for name in TRAINED_ON),
     ]
 
