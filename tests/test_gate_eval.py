@@ -559,6 +559,7 @@ def test_the_plain_split_is_a_stable_hash_disjoint_and_balanced(
         ("heldout23", "bn cs el fa he id sv th uk vi", 25, "heldout-23"),
         ("heldout24", "cs da el fi he id sv th uk vi", 27, "heldout-24"),
         ("heldout25", "cs el fa he id ro sv th uk vi", 26, "heldout-25"),
+        ("heldout26", "bn cs cy el fa he id ro sv th uk vi", 25, None),
     ],
 )
 def test_the_latest_held_out_sets_are_there_and_scored_once_their_detector_is_committed(
