@@ -889,10 +889,10 @@ def eval_cmd(
     """Score gated recall, the same ranking without the gate, and an untyped baseline, per capability.
 
     With --gate, score the write gate instead: each data set (the rules' own
-    corpus, the dev halves of the hand-written and the two plain sets, the thirteenth plain set,
-    BIPIA-composed dev attacks of unseen categories, generated dev attacks, the twenty-four frozen
-    held-out sets, those the detector trains on marked) under each layer, with a confusion table and
-    p95 latency.
+    corpus, the dev halves of the hand-written and the two plain sets, the thirteenth plain set, the
+    short texts of the nineteenth's dev half, BIPIA-composed dev attacks of unseen categories,
+    generated dev attacks, the twenty-five frozen held-out sets read so far, those the detector
+    trains on marked) under each layer, with a confusion table and p95 latency.
     """
     import functools
     from pathlib import Path

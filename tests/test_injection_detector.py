@@ -167,7 +167,9 @@ def test_short_messages_from_strangers_are_not_quarantined_for_their_length() ->
     through and the injections mostly blocked. ``injection-lr-28`` quarantined 68 of the 200
     look-alikes, learning from its training data that a one-sentence text is usually an attack;
     ``injection-lr-29`` 36. The rules' corpus's untrusted look-alikes (trained on, mostly one
-    sentence) guard the same regression: lr-26 19, lr-28 46, lr-29 24 of 201. Aggregates only."""
+    sentence) guard the same regression: lr-26 19, lr-28 46, lr-29 24 of 201. Both are development
+    data (lr-29's training weight was chosen on them): a guard, not a clean figure; heldout-26's
+    short look-alikes are the clean one. Aggregates only."""
     from graphmem.eval.gate_data import REPO, plain19_lines
 
     detector = load_detector()

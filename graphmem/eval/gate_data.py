@@ -439,7 +439,7 @@ def plain3_lines(directory: Path = PLAIN3) -> list[Line]:
     return [{**line, "split": "train"} for line in labelled(directory)]
 
 
-# The fourth to twelfth, the fourteenth and the fifteenth plain sets: training data only, each loaded
+# The fourth to twelfth and the fourteenth to eighteenth plain sets: training data only, each loaded
 # as the third (``plain3_lines``).
 plain4_lines = partial(plain3_lines, PLAIN4)
 plain5_lines = partial(plain3_lines, PLAIN5)
@@ -481,17 +481,17 @@ WHOLE_PLAIN_SETS: dict[str, Callable[[], list[Line]]] = {
 PLAIN19_DEV_DOMAIN = "cleaning"
 
 
-def plain19_lines(split: str, directory: Path = PLAIN19) -> list[Line]:
-    """The nineteenth plain set's lines of ``split``: ``train`` (the pharmacy's and the minicab
-    firm's) or ``dev`` (the cleaning company's, ``PLAIN19_DEV_DOMAIN``)."""
-    if split not in ("train", "dev"):
-        raise ValueError(f"split must be 'train' or 'dev', not {split!r}")
-    out = []
-    for line in labelled(directory):
-        half = "dev" if line["domain"] == PLAIN19_DEV_DOMAIN else "train"
-        if half == split:
-            out.append({**line, "split": half})
-    return out
+def plain19_lines(split: str | None = None, directory: Path = PLAIN19) -> list[Line]:
+    """The nineteenth plain set's lines of ``split`` (``train``: the pharmacy's and the minicab firm's;
+    ``dev``: the cleaning company's, ``PLAIN19_DEV_DOMAIN``; ``None``: every line), each with its half
+    as ``split``."""
+    if split not in ("train", "dev", None):
+        raise ValueError(f"split must be 'train' or 'dev', got {split!r}")
+    lines = [
+        {**line, "split": "dev" if line["domain"] == PLAIN19_DEV_DOMAIN else "train"}
+        for line in labelled(directory)
+    ]
+    return [line for line in lines if split is None or line["split"] == split]
 
 
 def plain13_lines(directory: Path = PLAIN13) -> list[Line]:

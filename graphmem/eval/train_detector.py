@@ -271,8 +271,9 @@ def training_texts(bipia_dir: Path) -> list[tuple[dict[str, Any], set[str] | Non
 
 
 def _exams() -> list[tuple[str, list[dict[str, Any]]]]:
-    """The sets written as exams of the gate, by part: trained on whole (their untrusted texts),
-    as written (their instructions are not composed into other texts)."""
+    """The sets written as exams of the gate, by part, and ``plain19``'s training half: their untrusted
+    texts trained on as written (their instructions are not composed into other texts); every set
+    whole but ``plain19``, whose other half is the development set ``plain19-dev``."""
     return [
         *((name, WHOLE_PLAIN_SETS[name]()) for name in EXAM_SETS),
         ("plain19", plain19_lines("train")),
