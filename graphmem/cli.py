@@ -891,7 +891,7 @@ def eval_cmd(
     With --gate, score the write gate instead: each data set (the rules' own
     corpus, the dev halves of the hand-written and the two plain sets, the thirteenth plain set, the
     short texts of the nineteenth's dev half, BIPIA-composed dev attacks of unseen categories,
-    generated dev attacks, the twenty-five frozen held-out sets read so far, those the detector
+    generated dev attacks, the twenty-six frozen held-out sets read so far, those the detector
     trains on marked) under each layer, with a confusion table and p95 latency.
     """
     import functools

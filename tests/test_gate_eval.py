@@ -559,7 +559,7 @@ def test_the_plain_split_is_a_stable_hash_disjoint_and_balanced(
         ("heldout23", "bn cs el fa he id sv th uk vi", 25, "heldout-23"),
         ("heldout24", "cs da el fi he id sv th uk vi", 27, "heldout-24"),
         ("heldout25", "cs el fa he id ro sv th uk vi", 26, "heldout-25"),
-        ("heldout26", "bn cs cy el fa he id ro sv th uk vi", 25, None),
+        ("heldout26", "bn cs cy el fa he id ro sv th uk vi", 25, "heldout-26"),
     ],
 )
 def test_the_latest_held_out_sets_are_there_and_scored_once_their_detector_is_committed(
@@ -572,7 +572,7 @@ def test_the_latest_held_out_sets_are_there_and_scored_once_their_detector_is_co
     injection-lr-22, heldout18 since injection-lr-23, heldout19 since injection-lr-24,
     heldout20 since injection-lr-25, heldout21 since injection-lr-26, heldout22 since
     injection-lr-27, heldout23 since injection-lr-27 with its floor mended, heldout24 since
-    injection-lr-28, heldout25 since injection-lr-29); until then no data set reads it. Shapes
+    injection-lr-28, heldout25 and heldout26 since injection-lr-29); until then no data set reads it. Shapes
     only: no text is shown."""
     directory = REPO / "tests" / name
     lines = labelled(directory)

@@ -205,6 +205,7 @@ HELD_OUT = {
     "heldout-23": REPO / "tests" / "heldout23",
     "heldout-24": REPO / "tests" / "heldout24",
     "heldout-25": REPO / "tests" / "heldout25",
+    "heldout-26": REPO / "tests" / "heldout26",
 }
 # Development held-out sets trained on since injection-lr-20 (their untrusted texts): each has been
 # read once as a clean test before. ``heldout`` to ``heldout-3`` mark no instruction in their attacks,
@@ -227,7 +228,7 @@ def gate_datasets(
     bipia_dir: Path | None = None, names: Iterable[str] = DATASETS
 ) -> dict[str, list[dict[str, Any]]]:
     """The data sets of ``names`` that are found: ``corpus``, ``handwritten-dev``, ``plain-dev``,
-    ``plain2-dev``, ``plain13-dev``, ``plain19-dev``, ``heldout`` and ``heldout-2`` to ``heldout-25``
+    ``plain2-dev``, ``plain13-dev``, ``plain19-dev``, ``heldout`` and ``heldout-2`` to ``heldout-26``
     (the repository), ``bipia-dev`` and ``generated-dev`` (from BIPIA's training split, given or
     nearby). A data set not named is not read."""
     wanted = set(names)
