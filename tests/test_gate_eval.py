@@ -560,6 +560,7 @@ def test_the_plain_split_is_a_stable_hash_disjoint_and_balanced(
         ("heldout24", "cs da el fi he id sv th uk vi", 27, "heldout-24"),
         ("heldout25", "cs el fa he id ro sv th uk vi", 26, "heldout-25"),
         ("heldout26", "bn cs cy el fa he id ro sv th uk vi", 25, "heldout-26"),
+        ("heldout27", "bg bn cs cy el fa he hu lt pa ro sv th uk ur vi", 33, None),
     ],
 )
 def test_the_latest_held_out_sets_are_there_and_scored_once_their_detector_is_committed(
@@ -578,7 +579,8 @@ def test_the_latest_held_out_sets_are_there_and_scored_once_their_detector_is_co
     lines = labelled(directory)
     attacks = [x for x in lines if x["label"] == "attack"]
     benign = [x for x in lines if x["label"] == "benign"]
-    assert (len(attacks), len(benign)) == (200, 190)
+    # heldout27's look-alikes' brief named 17 categories of 10 (170 untrusted), the others 16.
+    assert (len(attacks), len(benign)) == (200, 200 if name == "heldout27" else 190)
     assert all(x["source_trust"] == "untrusted" and x["instruction"] in x["text"] for x in attacks)
     assert len({x["category"] for x in attacks}) == 10
     assert set(Counter(x["category"] for x in attacks).values()) == {20}
