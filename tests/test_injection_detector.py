@@ -91,7 +91,9 @@ def test_a_weights_file_without_the_document_stage_is_refused_with_the_way_to_re
 def test_a_texts_score_is_its_segments_logits_read_by_the_document_stage() -> None:
     """The most suspicious segment names the text's score; the document stage turns the segments'
     logits into the text's (a text of one segment, of several, of a table), a segment written more
-    than once read once."""
+    than once read once, and a text whose most suspicious segment is said again scores at least
+    as it would with the repetitions left out
+    (``test_an_instruction_said_again_is_blocked_as_surely_as_said_once``)."""
     detector = load_detector()
     w, b = np.asarray(detector.document_weights), detector.document_bias
     table = "\n".join(f"| {n} | bolts | {n * 3} |" for n in range(14))
@@ -109,7 +111,13 @@ def test_a_texts_score_is_its_segments_logits_read_by_the_document_stage() -> No
             math.log1p(min(len(logits), 10)),
             np.median(logits),
         ]
-        assert score.probability == pytest.approx(1 / (1 + math.exp(-(b + features @ w))), rel=1e-12)
+        stage = 1 / (1 + math.exp(-(b + features @ w)))
+        if text == repeated:
+            # Scored at least as with the repetitions left out.
+            once = detector.score("\n".join(dict.fromkeys(segments(text)))).probability
+            assert score.probability == pytest.approx(max(stage, once), rel=1e-12)
+        else:
+            assert score.probability == pytest.approx(stage, rel=1e-12)
         # The rules' floor reads the top segment's own probability, on the scale it was chosen on.
         assert score.segment_probability == pytest.approx(1 / (1 + math.exp(-every.max())), rel=1e-12)
 
@@ -190,6 +198,49 @@ def test_short_messages_from_strangers_are_not_quarantined_for_their_length() ->
     ]
     assert len(corpus) == 201
     assert blocked(corpus) <= 30
+
+
+def test_an_instruction_said_again_is_blocked_as_surely_as_said_once() -> None:
+    """Said again — behind a lead-in ("To repeat: …"), three times, or twice inside a message — an
+    instruction scores at least as it does said once: around its own copies it reads as part of a
+    document, and before ``injection-lr-29`` was scored with its repetitions left out, 41 of the 112
+    one-sentence injections of ``plain19-dev`` it blocks alone were let through said twice and 67
+    said three times. A look-alike said twice is blocked no more often than said once. Development
+    data; scored from four threads at once as well, with the same scores. Aggregates only."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from graphmem.eval.gate_data import plain19_lines
+
+    detector = load_detector()
+    dev = plain19_lines("dev")
+
+    def score(text: str) -> float:
+        return detector.score(text).probability
+
+    def said(text: str) -> str:
+        return text if text[-1:] in ".!?" else f"{text}."
+
+    injections = [x["text"].strip() for x in dev if x["label"] == "attack"]
+    once = [t for t in injections if len(segments(t)) == 1 and score(t) >= detector.quarantine_at]
+    assert len(once) >= 100
+    twice = [f"{said(t)} To repeat: {t}" for t in once]
+    thrice = [f"{said(t)}\nOnce more: {said(t)}\nAgain: {t}" for t in once]
+    letter = "Hi, a quick note about Thursday.\n{}\nThe van is booked for nine.\n{}Thanks, Dana"
+    inside = [letter.format(said(t), "") for t in once]
+    inside_twice = [letter.format(said(t), f"{said(t)}\n") for t in once]
+    look_alikes = [
+        x["text"].strip() for x in dev if x["label"] == "benign" and x["source_trust"] == "untrusted"
+    ]
+    doubled = [f"{said(t)} To repeat: {t}" for t in look_alikes]
+    texts = twice + thrice + inside + inside_twice + look_alikes + doubled
+    with ThreadPoolExecutor(4) as pool:
+        threaded = list(pool.map(score, texts))
+    assert threaded == [score(t) for t in texts]
+    scores = dict(zip(texts, threaded, strict=True))
+    assert all(scores[t] >= detector.quarantine_at for t in twice + thrice)
+    assert all(scores[b] >= scores[a] for a, b in zip(inside, inside_twice, strict=True))
+    blocked = [sum(scores[t] >= detector.quarantine_at for t in group) for group in (look_alikes, doubled)]
+    assert blocked[1] <= blocked[0]
 
 
 def test_an_inserted_instruction_scores_above_its_clean_context() -> None:

@@ -1256,13 +1256,18 @@ def _context(owns: list[set[str]]) -> dict[str, int] | None:
 
 
 def text_segment_features(
-    text: str, *, reference: bool = False, literals: dict[str, Literals] | None = None
+    text: str,
+    *,
+    reference: bool = False,
+    literals: dict[str, Literals] | None = None,
+    keep: list[int] | None = None,
 ) -> list[dict[int, float]]:
     """Features of every segment of ``text``, in order (empty for a text with no words).
 
     Each cue runs only through the alternatives the whole text can match (every
     segment is part of it); ``reference=True`` runs every cue whole. ``literals``
     holds literal indexes of texts already scanned (reused for the same text).
+    ``keep`` names the segments to read (by position), each in the context of those alone.
     """
     own_text = _own_text(text)
     parts = _segments_of(own_text)
@@ -1273,12 +1278,14 @@ def text_segment_features(
         _, found, addressed, n_words, at = static
         owns.append(_content_words(s, at))
         addressing.append(_addresses(found, addressed, n_words))
-    context = _context(owns)
-    table = _is_table(parts)
-    return [
-        segment_features(s, context, own, cues, table=table, after_address=n > 0 and addressing[n - 1])
-        for n, (s, own) in enumerate(zip(parts, owns, strict=True))
-    ]
+    kept = range(len(parts)) if keep is None else keep
+    context = _context([owns[n] for n in kept])
+    table = _is_table([parts[n] for n in kept])
+    out, after = [], False
+    for n in kept:
+        out.append(segment_features(parts[n], context, owns[n], cues, table=table, after_address=after))
+        after = addressing[n]
+    return out
 
 
 def _sigmoid(logit: float) -> float:
@@ -1313,6 +1320,73 @@ def document_features(logits: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.asarray(
         [logits.max(), float(n == 1), math.log1p(min(n, COUNTED_SEGMENTS)), float(np.median(logits))]
     )
+
+
+# A segment that shares this much of its content words with another (of the words either has, at
+# least ``COPY_SHARED`` shared) is the same sentence again: written twice, behind a lead-in ("To
+# repeat: …", "P.S. again: …") or reworded in a word or two.
+NEAR_COPY = 0.6
+COPY_SHARED = 3
+
+
+def _repeated(owns: list[set[str]], where: int) -> bool:
+    """Whether segment ``where`` (its content words ``owns[where]``) is said again in another."""
+    return any(n != where and _same_sentence(owns[where], other) for n, other in enumerate(owns))
+
+
+def _same_sentence(own: set[str], other: set[str]) -> bool:
+    shared = len(own & other)
+    return shared >= COPY_SHARED and shared >= NEAR_COPY * len(own | other)
+
+
+def _said_once(owns: list[set[str]]) -> list[int]:
+    """The positions of the segments (by content words ``owns``) that do not say again what an
+    earlier one said (``_repeated``)."""
+    kept: list[int] = []
+    kept_words: list[set[str]] = []
+    seen: set[frozenset[str]] = set()
+    for n, own in enumerate(owns):
+        if len(own) >= COPY_SHARED:
+            key = frozenset(own)
+            if key in seen:
+                continue
+            seen.add(key)
+            # (Sets whose sizes differ more than NEAR_COPY allows cannot be near copies.)
+            low, high = NEAR_COPY * len(own), len(own) / NEAR_COPY
+            if any(low <= len(other) <= high and _same_sentence(own, other) for other in kept_words):
+                continue
+            kept_words.append(own)
+        kept.append(n)
+    return kept
+
+
+def _same_context(read: _Read, keep: list[int]) -> bool:
+    """Whether every segment of ``keep`` has the same context among those segments alone as in
+    the whole text (``Detector._in_context``): the same content words around it, the same table,
+    and a segment before it that addresses a model exactly when it had one."""
+    owns = read.owns
+    if {frozenset(owns[n]) for n in keep} != {frozenset(own) for own in owns}:
+        return False
+    if _is_table([read.parts[n] for n in keep]) != _is_table(read.parts):
+        return False
+    addresses = [_addresses(*state, words) for state, words in zip(read.states, read.n_words, strict=True)]
+    return _same_predecessors(addresses, keep)
+
+
+def _same_predecessors(addresses: list[bool], keep: list[int]) -> bool:
+    """Whether each kept segment follows a segment that addresses a model exactly when it did in
+    the whole text."""
+    before = False
+    for n in keep:
+        if before != (n > 0 and addresses[n - 1]):
+            return False
+        before = addresses[n]
+    return True
+
+
+def document_logit(logits: NDArray[np.float64], weights: NDArray[np.float64], bias: float) -> float:
+    """The document stage's logit for a text's segment logits (each distinct segment once)."""
+    return bias + float(document_features(logits) @ weights)
 
 
 @dataclass(frozen=True, slots=True)
@@ -1350,21 +1424,44 @@ class Detector:
         floating-point rounding, slower.
         """
         if reference:
-            z = np.asarray(
-                [
-                    self.bias + sum(map(operator.mul, map(self.weights.__getitem__, f), f.values()))
-                    for f in text_segment_features(text, reference=True)
-                ]
-            )
+            z = self._reference_logits(text)
             parts = segments(text)
+            read = None
+            owns = [_content_words(s, _words_start(s)) for s in parts]
         else:
-            z, parts = self._segment_logits(text, literals)
+            read = self._read(text, literals)
+            z, parts, owns = self._in_context(read), read.parts, read.owns
         if not len(z):
             return InjectionScore(0.0, None, 0.0)
         where = int(np.argmax(z))
         distinct = z[first_copies(parts)]
-        logit = self.document_bias + float(document_features(distinct) @ np.asarray(self.document_weights))
+        weights = np.asarray(self.document_weights)
+        logit = document_logit(distinct, weights, self.document_bias)
+        if len(parts) > 1 and _repeated(owns, where):
+            # The most suspicious sentence said again: the text scores at least as it would with
+            # every repetition left out (around its own copies an instruction reads as part of a
+            # document, and said three times it would score lower than said once). The same
+            # segments, read again with the context of those left.
+            once = _said_once(owns)
+            if read is None:
+                again = self._reference_logits(text, once)
+            elif _same_context(read, once):
+                # No segment's context changes (only copies with the same content words are left
+                # out, as templated lines differing in their numbers): its logit stands.
+                again = z[once]
+            else:
+                again = self._in_context(read, once)
+            logit = max(logit, document_logit(again, weights, self.document_bias))
         return InjectionScore(_sigmoid(logit), where, _sigmoid(float(z[where])))
+
+    def _reference_logits(self, text: str, keep: list[int] | None = None) -> NDArray[np.float64]:
+        """The logits of ``text_segment_features(text, reference=True, keep=keep)``, summed one by one."""
+        return np.asarray(
+            [
+                self.bias + sum(map(operator.mul, map(self.weights.__getitem__, f), f.values()))
+                for f in text_segment_features(text, reference=True, keep=keep)
+            ]
+        )
 
     @cached_property
     def _arrays(self) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
@@ -1378,16 +1475,14 @@ class Detector:
 
     def _logits(self, text: str, literals: dict[str, Literals] | None) -> NDArray[np.float64]:
         """Each segment's logit: the features of ``text_segment_features``, never built one by one."""
-        return self._segment_logits(text, literals)[0]
+        return self._in_context(self._read(text, literals))
 
-    def _segment_logits(
-        self, text: str, literals: dict[str, Literals] | None
-    ) -> tuple[NDArray[np.float64], list[str]]:
-        """Each segment's logit (``_logits``) and the segments."""
+    def _read(self, text: str, literals: dict[str, Literals] | None) -> _Read:
+        """What each segment's logit owes to its own text (``_Read``)."""
         own_text = _own_text(text)
         parts = _segments_of(own_text)
         if not parts:
-            return np.empty(0), parts
+            return _Read(parts, [], [], [], np.empty(0))
         cues = _text_cues(own_text, literals)
         # Unsigned 32-bit CRCs, straight into a buffer NumPy reads without a copy.
         buckets = array.array(_CRC_TYPECODE)
@@ -1407,15 +1502,7 @@ class Detector:
             states.append(_cue_state(segment, cues))
             n_words.append(len(words))
             owns.append(_own_words(words, runs))
-        context = _context(owns)
-        table = _is_table(parts)
-        rows = []
-        after = False
-        for segment, (found, addressed), n, own in zip(parts, states, n_words, owns, strict=True):
-            prose = table and not segment.startswith("|") and n >= 3
-            rows.append(_dense(found, addressed, n, own, context, prose_in_table=prose, after_address=after))
-            after = _addresses(found, addressed, n)
-        hashed_w, dense_w, pair_w = self._arrays
+        hashed_w = self._arrays[0]
         # Hashed features: each segment's bucket counts, L2-normalised, dotted with the weights.
         segment_of = np.repeat(np.arange(len(parts), dtype=np.int64), sizes)
         keys, counts = np.unique(
@@ -1428,9 +1515,47 @@ class Detector:
         z = np.bincount(owner, weights=hashed_w[bucket] * c, minlength=len(parts)) / np.where(
             norm > 0, norm, 1.0
         )
+        return _Read(parts, owns, states, n_words, self.bias + z)
+
+    def _in_context(self, read: _Read, keep: list[int] | None = None) -> NDArray[np.float64]:
+        """The logits of the segments ``keep`` (all by default) of a text read by ``_read``, in the
+        context of those segments alone: the hand-designed features that weigh a segment against
+        the rest of its text, added to what it owes to its own words."""
+        kept = range(len(read.parts)) if keep is None else keep
+        if not kept:
+            return np.empty(0)
+        context = _context([read.owns[n] for n in kept])
+        table = _is_table([read.parts[n] for n in kept])
+        rows = []
+        after = False
+        for n in kept:
+            (found, addressed), words = read.states[n], read.n_words[n]
+            prose = table and not read.parts[n].startswith("|") and words >= 3
+            rows.append(
+                _dense(
+                    found, addressed, words, read.owns[n], context, prose_in_table=prose, after_address=after
+                )
+            )
+            after = _addresses(found, addressed, words)
+        _, dense_w, pair_w = self._arrays
         dense = np.asarray(rows, dtype=np.float64)
-        logits: NDArray[np.float64] = self.bias + z + dense @ dense_w + ((dense @ pair_w) * dense).sum(axis=1)
-        return logits, parts
+        logits: NDArray[np.float64] = (
+            read.hashed[list(kept)] + dense @ dense_w + ((dense @ pair_w) * dense).sum(axis=1)
+        )
+        return logits
+
+
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """A text's segments as the segment model reads them before their context is weighed in: the
+    segments, their content words, cue states and word counts, and the bias plus each one's hashed
+    words."""
+
+    parts: list[str]
+    owns: list[set[str]]
+    states: list[tuple[int, bool]]
+    n_words: list[int]
+    hashed: NDArray[np.float64]
 
 
 def _crc_typecode() -> str:
