@@ -92,7 +92,7 @@ def test_a_texts_score_is_its_segments_logits_read_by_the_document_stage() -> No
     """The most suspicious segment names the text's score; the document stage turns the segments'
     logits into the text's (a text of one segment, of several, of a table), a segment written more
     than once read once, and a text whose most suspicious segment is said again scores at least
-    as it would with the repetitions left out
+    as it would with that segment said once
     (``test_an_instruction_said_again_is_blocked_as_surely_as_said_once``)."""
     detector = load_detector()
     w, b = np.asarray(detector.document_weights), detector.document_bias
@@ -113,7 +113,7 @@ def test_a_texts_score_is_its_segments_logits_read_by_the_document_stage() -> No
         ]
         stage = 1 / (1 + math.exp(-(b + features @ w)))
         if text == repeated:
-            # Scored at least as with the repetitions left out.
+            # Scored at least as with the instruction said once.
             once = detector.score("\n".join(dict.fromkeys(segments(text)))).probability
             assert score.probability == pytest.approx(max(stage, once), rel=1e-12)
         else:
@@ -203,10 +203,11 @@ def test_short_messages_from_strangers_are_not_quarantined_for_their_length() ->
 def test_an_instruction_said_again_is_blocked_as_surely_as_said_once() -> None:
     """Said again — behind a lead-in ("To repeat: …"), three times, or twice inside a message — an
     instruction scores at least as it does said once: around its own copies it reads as part of a
-    document, and before ``injection-lr-29`` was scored with its repetitions left out, 41 of the 112
-    one-sentence injections of ``plain19-dev`` it blocks alone were let through said twice and 67
-    said three times. A look-alike said twice is blocked no more often than said once. Development
-    data; scored from four threads at once as well, with the same scores. Aggregates only."""
+    document, and until a repeated text was also read with the repetition said once,
+    ``injection-lr-29`` let 41 of the 112 one-sentence injections of ``plain19-dev`` it blocks alone
+    through said twice, and 67 said three times. A look-alike said twice is blocked no more often
+    than said once. Development data; scored from four threads at once as well, with the same
+    scores. Aggregates only."""
     from concurrent.futures import ThreadPoolExecutor
 
     from graphmem.eval.gate_data import plain19_lines
@@ -241,6 +242,30 @@ def test_an_instruction_said_again_is_blocked_as_surely_as_said_once() -> None:
     assert all(scores[b] >= scores[a] for a, b in zip(inside, inside_twice, strict=True))
     blocked = [sum(scores[t] >= detector.quarantine_at for t in group) for group in (look_alikes, doubled)]
     assert blocked[1] <= blocked[0]
+
+
+def test_a_long_texts_repeated_sentence_is_found_in_one_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The copies of a text's most suspicious sentence are found by comparing each segment with that
+    sentence once, not every pair of segments (a 100 KB text has about 1,500): the work grows with
+    the text, not with its square. Other lines are left out only as exact copies of content."""
+    import graphmem.policy.detector as detector_module
+
+    calls = 0
+    same_sentence = detector_module._same_sentence
+
+    def counted(own: set[str], other: set[str]) -> bool:
+        nonlocal calls
+        calls += 1
+        return same_sentence(own, other)
+
+    monkeypatch.setattr(detector_module, "_same_sentence", counted)
+    owns = [{f"a{n}", f"b{n}", f"c{n}", f"d{n}"} for n in range(2000)]
+    owns += [{"a5", "b5", "c5", "d5", "again"}, {"a7", "b7", "c7", "d7"}, {"a9", "b9"}]
+    kept = detector_module._said_once(owns, 5)
+    assert calls <= len(owns)
+    # The sentence's copy behind "again" and the other line's exact copy are left out; a copy of a
+    # line too short to compare (two content words) is kept.
+    assert kept == [*range(2000), 2002]
 
 
 def test_an_inserted_instruction_scores_above_its_clean_context() -> None:

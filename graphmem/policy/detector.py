@@ -1339,23 +1339,25 @@ def _same_sentence(own: set[str], other: set[str]) -> bool:
     return shared >= COPY_SHARED and shared >= NEAR_COPY * len(own | other)
 
 
-def _said_once(owns: list[set[str]]) -> list[int]:
-    """The positions of the segments (by content words ``owns``) that do not say again what an
-    earlier one said (``_repeated``)."""
+def _said_once(owns: list[set[str]], where: int) -> list[int]:
+    """The positions of the segments (by content words ``owns``) left when segment ``where`` is
+    said once (the first of it and its copies, ``_repeated``) and every other segment with the
+    same content words as an earlier one is left out. (Near copies of other segments are kept:
+    finding them would compare every pair, and a long text would pay for it.)"""
+    top = owns[where]
     kept: list[int] = []
-    kept_words: list[set[str]] = []
     seen: set[frozenset[str]] = set()
+    said = False
     for n, own in enumerate(owns):
-        if len(own) >= COPY_SHARED:
+        if n == where or _same_sentence(top, own):
+            if said:
+                continue
+            said = True
+        elif len(own) >= COPY_SHARED:
             key = frozenset(own)
             if key in seen:
                 continue
             seen.add(key)
-            # (Sets whose sizes differ more than NEAR_COPY allows cannot be near copies.)
-            low, high = NEAR_COPY * len(own), len(own) / NEAR_COPY
-            if any(low <= len(other) <= high and _same_sentence(own, other) for other in kept_words):
-                continue
-            kept_words.append(own)
         kept.append(n)
     return kept
 
@@ -1439,10 +1441,10 @@ class Detector:
         logit = document_logit(distinct, weights, self.document_bias)
         if len(parts) > 1 and _repeated(owns, where):
             # The most suspicious sentence said again: the text scores at least as it would with
-            # every repetition left out (around its own copies an instruction reads as part of a
+            # that sentence said once (around its own copies an instruction reads as part of a
             # document, and said three times it would score lower than said once). The same
-            # segments, read again with the context of those left.
-            once = _said_once(owns)
+            # segments, read again with the context of those left (``_said_once``).
+            once = _said_once(owns, where)
             if read is None:
                 again = self._reference_logits(text, once)
             elif _same_context(read, once):
