@@ -541,30 +541,30 @@ def test_the_plain_split_is_a_stable_hash_disjoint_and_balanced(
 
 
 @pytest.mark.parametrize(
-    ("name", "other_languages", "benign_languages", "scored_as"),
+    ("name", "other_languages", "benign_languages", "benign_count", "scored_as"),
     [
-        ("heldout10", "cs el he id sv sw uk vi", 35, "heldout-10"),
-        ("heldout11", "cs el he id ro sv uk vi", 35, "heldout-11"),
-        ("heldout12", "cs el fi he id sv uk vi", 35, "heldout-12"),
-        ("heldout13", "cs el fi he hu id ro sv uk vi", 31, "heldout-13"),
-        ("heldout14", "bn el fa he id sw ta th uk vi", 25, "heldout-14"),
-        ("heldout15", "cs el fa he id ro sv th uk vi", 29, "heldout-15"),
-        ("heldout16", "bn el fa he id ro sv th uk vi", 25, "heldout-16"),
-        ("heldout17", "bn cs el fa fi he hu id ka ro sv sw th uk vi", 31, "heldout-17"),
-        ("heldout18", "cs el fi he hu ro sv th uk vi", 25, "heldout-18"),
-        ("heldout19", "am bn cy el fa gu he lt pa ro so sq sw ta th ti uk ur vi", 25, "heldout-19"),
-        ("heldout20", "cs da el fi he hr hu id nb ro sv th uk vi", 31, "heldout-20"),
-        ("heldout21", "bn el fa he ka ro sv ta th uk vi", 29, "heldout-21"),
-        ("heldout22", "bn cs el fa he id sv th uk vi", 25, "heldout-22"),
-        ("heldout23", "bn cs el fa he id sv th uk vi", 25, "heldout-23"),
-        ("heldout24", "cs da el fi he id sv th uk vi", 27, "heldout-24"),
-        ("heldout25", "cs el fa he id ro sv th uk vi", 26, "heldout-25"),
-        ("heldout26", "bn cs cy el fa he id ro sv th uk vi", 25, "heldout-26"),
-        ("heldout27", "bg bn cs cy el fa he hu lt pa ro sv th uk ur vi", 33, None),
+        ("heldout10", "cs el he id sv sw uk vi", 35, 190, "heldout-10"),
+        ("heldout11", "cs el he id ro sv uk vi", 35, 190, "heldout-11"),
+        ("heldout12", "cs el fi he id sv uk vi", 35, 190, "heldout-12"),
+        ("heldout13", "cs el fi he hu id ro sv uk vi", 31, 190, "heldout-13"),
+        ("heldout14", "bn el fa he id sw ta th uk vi", 25, 190, "heldout-14"),
+        ("heldout15", "cs el fa he id ro sv th uk vi", 29, 190, "heldout-15"),
+        ("heldout16", "bn el fa he id ro sv th uk vi", 25, 190, "heldout-16"),
+        ("heldout17", "bn cs el fa fi he hu id ka ro sv sw th uk vi", 31, 190, "heldout-17"),
+        ("heldout18", "cs el fi he hu ro sv th uk vi", 25, 190, "heldout-18"),
+        ("heldout19", "am bn cy el fa gu he lt pa ro so sq sw ta th ti uk ur vi", 25, 190, "heldout-19"),
+        ("heldout20", "cs da el fi he hr hu id nb ro sv th uk vi", 31, 190, "heldout-20"),
+        ("heldout21", "bn el fa he ka ro sv ta th uk vi", 29, 190, "heldout-21"),
+        ("heldout22", "bn cs el fa he id sv th uk vi", 25, 190, "heldout-22"),
+        ("heldout23", "bn cs el fa he id sv th uk vi", 25, 190, "heldout-23"),
+        ("heldout24", "cs da el fi he id sv th uk vi", 27, 190, "heldout-24"),
+        ("heldout25", "cs el fa he id ro sv th uk vi", 26, 190, "heldout-25"),
+        ("heldout26", "bn cs cy el fa he id ro sv th uk vi", 25, 190, "heldout-26"),
+        ("heldout27", "bg bn cs cy el fa he hu lt pa ro sv th uk ur vi", 33, 200, None),
     ],
 )
 def test_the_latest_held_out_sets_are_there_and_scored_once_their_detector_is_committed(
-    name: str, other_languages: str, benign_languages: int, scored_as: str | None
+    name: str, other_languages: str, benign_languages: int, benign_count: int, scored_as: str | None
 ) -> None:
     """Each was frozen for the detector after the one before it tested and is scored by `graphmem
     eval --gate` from the first reading on (heldout10 since injection-lr-14, heldout11 since
@@ -579,8 +579,8 @@ def test_the_latest_held_out_sets_are_there_and_scored_once_their_detector_is_co
     lines = labelled(directory)
     attacks = [x for x in lines if x["label"] == "attack"]
     benign = [x for x in lines if x["label"] == "benign"]
-    # heldout27's look-alikes' brief named 17 categories of 10 (170 untrusted), the others 16.
-    assert (len(attacks), len(benign)) == (200, 200 if name == "heldout27" else 190)
+    # (heldout27's look-alikes' brief named 17 categories of 10: 170 untrusted; the others' 16.)
+    assert (len(attacks), len(benign)) == (200, benign_count)
     assert all(x["source_trust"] == "untrusted" and x["instruction"] in x["text"] for x in attacks)
     assert len({x["category"] for x in attacks}) == 10
     assert set(Counter(x["category"] for x in attacks).values()) == {20}
